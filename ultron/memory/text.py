@@ -1,0 +1,18 @@
+"""Text shapes shared by upload, dedup, search and calibration."""
+
+from __future__ import annotations
+
+MEMORY_TYPES = ("error", "security", "correction", "pattern", "preference", "life")
+
+# Characters of each field that go into the embedding; the head of a field carries its subject.
+EMBED_FIELD_CHARS = {"content": 1200, "context": 400, "resolution": 600}
+
+
+def embedding_text(content: str, context: str = "", resolution: str = "") -> str:
+    """The text a memory is embedded from: content first, then context and resolution, each capped."""
+    parts = [content.strip()[: EMBED_FIELD_CHARS["content"]]]
+    if context.strip():
+        parts.append(context.strip()[: EMBED_FIELD_CHARS["context"]])
+    if resolution.strip():
+        parts.append(resolution.strip()[: EMBED_FIELD_CHARS["resolution"]])
+    return "\n".join(parts)
