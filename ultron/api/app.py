@@ -1,0 +1,188 @@
+"""App factory and the memory endpoints.
+
+Handlers are plain `def`: FastAPI runs them in its threadpool, so database, embedding and LLM calls
+never block the event loop. Each request is one transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+from uuid import UUID
+
+from fastapi import APIRouter, FastAPI, Request, Response
+from pydantic import BaseModel, Field
+from sqlalchemy import text
+from sqlalchemy.orm import Session
+from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
+
+from ultron import __version__
+from ultron.api.auth import AuthPolicy
+from ultron.api.errors import ErrorBody, install_error_handlers
+from ultron.errors import PayloadTooLarge
+from ultron.hub import Hub
+from ultron.memory.schemas import (
+    Contribution,
+    DetailLevel,
+    MemoryPatch,
+    MemoryRecord,
+    MemoryStats,
+    SearchResult,
+    Tier,
+    UploadRequest,
+    UploadResult,
+)
+from ultron.tenancy import Actor
+
+T = TypeVar("T")
+
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    code: {"model": ErrorBody} for code in (400, 401, 403, 404, 409, 413, 422, 503)
+}
+
+
+class SearchRequest(BaseModel):
+    query: str = Field(..., min_length=1, max_length=4000)
+    tier: Tier | None = None
+    limit: int | None = Field(None, ge=1, le=200)
+    detail_level: DetailLevel = "l0"
+    explain: bool = False
+
+
+class SearchResponse(BaseModel):
+    count: int
+    results: list[SearchResult]
+
+
+class DetailsRequest(BaseModel):
+    ids: list[UUID] = Field(..., min_length=1, max_length=100)
+
+
+class DetailsResponse(BaseModel):
+    count: int
+    records: list[MemoryRecord]
+
+
+class Health(BaseModel):
+    status: str
+    database: str
+    version: str
+
+
+def call(request: Request, fn: Callable[[Session, Actor], T]) -> T:
+    """Run `fn` in one transaction as the calling agent."""
+    hub: Hub = request.app.state.hub
+    policy: AuthPolicy = request.app.state.auth
+    with hub.db.session() as session:
+        actor = policy.actor(request, session)
+        return fn(session, actor)
+
+
+class BodyLimit(BaseHTTPMiddleware):
+    """Refuse oversized bodies from their Content-Length before reading them."""
+
+    def __init__(self, app: Any, max_bytes: int):
+        super().__init__(app)
+        self.max_bytes = max_bytes
+
+    async def dispatch(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
+        length = request.headers.get("content-length")
+        if length and length.isdigit() and int(length) > self.max_bytes:
+            err = PayloadTooLarge(f"request body is {length} bytes; the limit is {self.max_bytes}")
+            return Response(
+                content=f'{{"error":"{err.error}","detail":"{err.detail}"}}',
+                status_code=413,
+                media_type="application/json",
+            )
+        return await call_next(request)
+
+
+memories = APIRouter(prefix="/memories", tags=["memories"], responses=ERROR_RESPONSES)
+
+
+@memories.post("/upload", response_model=UploadResult, status_code=200)
+def upload_memory(request: Request, body: UploadRequest, response: Response) -> UploadResult:
+    """Store an experience. The hub infers its type, summarizes, embeds and merges near duplicates."""
+    result = call(request, lambda s, a: request.app.state.hub.memory.upload(s, a, body))
+    response.status_code = 201 if result.decision == "created" else 200
+    return result
+
+
+@memories.post("/search", response_model=SearchResponse)
+def search_memories(request: Request, body: SearchRequest) -> SearchResponse:
+    """Hybrid (vector + full-text) search; each returned memory counts one hit."""
+    results = call(
+        request,
+        lambda s, a: request.app.state.hub.memory.search(
+            s,
+            a,
+            body.query,
+            tier=body.tier,
+            limit=body.limit,
+            detail_level=body.detail_level,
+            explain=body.explain,
+        ),
+    )
+    return SearchResponse(count=len(results), results=results)
+
+
+@memories.post("/details", response_model=DetailsResponse)
+def memory_details(request: Request, body: DetailsRequest) -> DetailsResponse:
+    """Full records; each counts two hits (the agent chose to read it)."""
+    records = call(request, lambda s, a: request.app.state.hub.memory.details(s, a, body.ids))
+    return DetailsResponse(count=len(records), records=records)
+
+
+@memories.get("/stats", response_model=MemoryStats)
+def memory_stats(request: Request) -> MemoryStats:
+    return call(request, lambda s, a: request.app.state.hub.memory.stats(s, a))
+
+
+@memories.get("/{memory_id}", response_model=MemoryRecord)
+def get_memory(request: Request, memory_id: UUID) -> MemoryRecord:
+    """One memory in full, without counting a hit."""
+    return call(request, lambda s, a: request.app.state.hub.memory.get(s, a, memory_id))
+
+
+@memories.get("/{memory_id}/contributions", response_model=list[Contribution])
+def memory_contributions(request: Request, memory_id: UUID) -> list[Contribution]:
+    """Every upload merged into this memory: who sent what, when."""
+    return call(request, lambda s, a: request.app.state.hub.memory.contributions(s, a, memory_id))
+
+
+@memories.patch("/{memory_id}", response_model=MemoryRecord)
+def edit_memory(request: Request, memory_id: UUID, body: MemoryPatch) -> MemoryRecord:
+    return call(request, lambda s, a: request.app.state.hub.memory.edit(s, a, memory_id, body))
+
+
+@memories.delete("/{memory_id}", status_code=204)
+def delete_memory(request: Request, memory_id: UUID) -> Response:
+    call(request, lambda s, a: request.app.state.hub.memory.delete(s, a, memory_id))
+    return Response(status_code=204)
+
+
+system = APIRouter(tags=["system"])
+
+
+@system.get("/health", response_model=Health, responses={503: {"model": ErrorBody}})
+def health(request: Request) -> Health:
+    """Alive and able to reach the database."""
+    hub: Hub = request.app.state.hub
+    with hub.db.session() as session:
+        session.execute(text("SELECT 1"))
+    return Health(status="ok", database="ok", version=__version__)
+
+
+def create_app(hub: Hub, *, allow_open: bool = False) -> FastAPI:
+    app = FastAPI(
+        title="Ultron",
+        version=__version__,
+        description="A Postgres-native memory hub that many AI agents share.",
+    )
+    app.state.hub = hub
+    app.state.auth = AuthPolicy(allow_open)
+    app.add_middleware(BodyLimit, max_bytes=hub.settings.max_request_bytes)
+    install_error_handlers(app)
+    app.include_router(system)
+    app.include_router(memories)
+    return app

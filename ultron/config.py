@@ -1,0 +1,154 @@
+"""One Settings class, built where the program is composed (CLI, app factory) and passed down."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+EmbeddingProviderName = Literal["local", "hash", "dashscope", "openai"]
+LLMProviderName = Literal["heuristic", "dashscope", "openai"]
+
+# Calibrated on ultron/memory/data/dedup_calibration.jsonl (see docs/embeddings.md); the seed's
+# 0.85 / 0.75 were set for DashScope text-embedding-v4, whose cosines sit on a wider scale.
+DEFAULT_DEDUP_THRESHOLDS: dict[str, tuple[float, float]] = {
+    "dashscope": (0.85, 0.75),
+    "openai": (0.85, 0.75),
+    "local": (0.93, 0.90),
+    "hash": (0.80, 0.55),
+}
+DEFAULT_CLUSTER_THRESHOLDS: dict[str, float] = {
+    "dashscope": 0.75,
+    "openai": 0.75,
+    "local": 0.88,
+    "hash": 0.45,
+}
+
+
+class Settings(BaseSettings):
+    """Every option of the hub. Environment variables carry the `ULTRON_` prefix."""
+
+    model_config = SettingsConfigDict(env_prefix="ULTRON_", extra="ignore", validate_default=True)
+
+    # --- storage ---------------------------------------------------------------------------------
+    data_dir: Path = Field(Path("~/.ultron"), description="Data directory (embedded Postgres lives here)")
+    database_url: SecretStr | None = Field(
+        None, description="postgresql:// URL; unset = embedded Postgres in data_dir"
+    )
+    db_pool_size: int = Field(10, ge=1, le=200, description="Connection pool size per process")
+
+    # --- HTTP ------------------------------------------------------------------------------------
+    host: str = Field("127.0.0.1", description="Address `ultron serve` binds to")
+    port: int = Field(8765, ge=1, le=65535, description="Port `ultron serve` binds to")
+    max_field_chars: int = Field(20_000, ge=100, description="Largest content/context/resolution accepted")
+    max_request_bytes: int = Field(25 * 1024 * 1024, ge=1024, description="Largest request body accepted")
+
+    # --- providers -------------------------------------------------------------------------------
+    embedding_provider: EmbeddingProviderName = Field(
+        "local", description="local | hash | dashscope | openai"
+    )
+    embedding_model: str | None = Field(None, description="Model name; default depends on the provider")
+    embedding_dimension: int | None = Field(None, ge=8, le=16000, description="Vector size (hash/openai)")
+    embedding_base_url: str | None = Field(None, description="Base URL of an OpenAI-compatible embedding API")
+    embedding_api_key: SecretStr | None = Field(None, description="API key for the embedding provider")
+    llm_provider: LLMProviderName = Field("heuristic", description="heuristic | dashscope | openai")
+    llm_model: str = Field("qwen3.6-flash", description="Chat model name")
+    llm_base_url: str | None = Field(None, description="Base URL of an OpenAI-compatible chat API")
+    llm_api_key: SecretStr | None = Field(None, description="API key for the LLM provider")
+    llm_timeout: float = Field(60.0, gt=0, description="Seconds before an LLM call times out")
+    llm_max_retries: int = Field(2, ge=0, le=10, description="Retries of a failed provider call")
+    llm_retry_base_delay: float = Field(1.0, ge=0, description="Backoff base delay in seconds")
+    llm_max_input_tokens: int = Field(200_000, ge=1024, description="Largest prompt sent to the LLM")
+    llm_prompt_reserve_tokens: int = Field(8192, ge=0, description="Tokens reserved for the reply")
+    dashscope_api_key: SecretStr | None = Field(
+        None, validation_alias=AliasChoices("DASHSCOPE_API_KEY", "ULTRON_DASHSCOPE_API_KEY")
+    )
+    dashscope_base_url: str | None = Field(None, description="DashScope HTTP API base URL override")
+
+    # --- memory ----------------------------------------------------------------------------------
+    dedup_similarity_threshold: float | None = Field(
+        None, ge=0, le=1, description="Cosine at or above which an upload merges (default: per model)"
+    )
+    dedup_soft_threshold: float | None = Field(
+        None, ge=0, le=1, description="Lower edge of the band where the judge decides (default: per model)"
+    )
+    l0_max_tokens: int = Field(64, ge=8, le=1024)
+    l1_max_tokens: int = Field(256, ge=16, le=4096)
+    max_tags: int = Field(20, ge=1, le=200)
+    memory_search_limit: int = Field(10, ge=1, le=200)
+    search_candidates: int = Field(50, ge=5, le=1000, description="Candidates per leg before fusion")
+    hnsw_ef_search: int = Field(80, ge=10, le=1000)
+    time_decay_weight: float = Field(0.1, ge=0, le=1)
+    decay_alpha: float = Field(0.05, ge=0)
+    tier_boost_hot: float = Field(1.2, gt=0)
+    tier_boost_warm: float = Field(1.0, gt=0)
+    tier_boost_cold: float = Field(0.8, gt=0)
+    fulltext_weight: float = Field(0.3, ge=0, le=1, description="Share of full-text rank in relevance")
+    hit_window_hours: float = Field(
+        24.0, ge=0, description="Repeated hits by one agent on one memory count once per window"
+    )
+
+    # --- worker / tiers / clusters -------------------------------------------------------------
+    decay_interval_hours: float = Field(6.0, ge=0.01)
+    hot_percentile: float = Field(10.0, ge=0, le=100)
+    warm_percentile: float = Field(40.0, ge=0, le=100)
+    cold_ttl_days: int = Field(30, ge=0)
+    cluster_similarity_threshold: float | None = Field(None, ge=0, le=1)
+    crystallization_threshold: int = Field(5, ge=2)
+    recrystallization_delta: int = Field(3, ge=1)
+    trajectory_memory_threshold: float = Field(0.7, ge=0, le=1)
+    consolidate_enabled: bool = False
+    consolidate_max_merges: int = Field(50, ge=1)
+
+    # --- privacy ---------------------------------------------------------------------------------
+    redaction_enabled: bool = Field(True, description="Redact secrets and personal data before storage")
+
+    log_level: str = Field("INFO")
+    log_json: bool = Field(False, description="Structured JSON logs")
+
+    @field_validator("data_dir")
+    @classmethod
+    def _expand(cls, value: Path) -> Path:
+        return value.expanduser()
+
+    @model_validator(mode="after")
+    def _check_bands(self) -> Settings:
+        hard, soft = self.dedup_thresholds
+        if soft > hard:
+            raise ValueError(f"dedup_soft_threshold ({soft}) must not exceed the hard threshold ({hard})")
+        if self.hot_percentile + self.warm_percentile > 100:
+            raise ValueError("hot_percentile + warm_percentile must be <= 100")
+        return self
+
+    @property
+    def dedup_thresholds(self) -> tuple[float, float]:
+        hard, soft = DEFAULT_DEDUP_THRESHOLDS[self.embedding_provider]
+        hard = self.dedup_similarity_threshold if self.dedup_similarity_threshold is not None else hard
+        soft = self.dedup_soft_threshold if self.dedup_soft_threshold is not None else min(soft, hard)
+        return hard, soft
+
+    @property
+    def cluster_threshold(self) -> float:
+        if self.cluster_similarity_threshold is not None:
+            return self.cluster_similarity_threshold
+        return DEFAULT_CLUSTER_THRESHOLDS[self.embedding_provider]
+
+    @property
+    def tier_boosts(self) -> dict[str, float]:
+        return {"hot": self.tier_boost_hot, "warm": self.tier_boost_warm, "cold": self.tier_boost_cold}
+
+    @property
+    def is_embedded(self) -> bool:
+        return self.database_url is None
+
+    def masked(self) -> dict[str, object]:
+        """The running configuration with every secret masked (for `/settings` and the dashboard)."""
+        out: dict[str, object] = {}
+        for name, value in self.model_dump().items():
+            if isinstance(getattr(self, name), SecretStr):
+                out[name] = "********" if value else None
+            else:
+                out[name] = str(value) if isinstance(value, Path) else value
+        return out

@@ -1,0 +1,65 @@
+"""The embedding profile: one model and dimension per database, and the HNSW index built for it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import text
+from sqlalchemy.engine import Connection, Engine
+
+from ultron.errors import EmbeddingModelMismatch
+
+# HNSW build parameters (pgvector defaults are m=16, ef_construction=64).
+HNSW_M = 16
+HNSW_EF_CONSTRUCTION = 64
+
+
+@dataclass(frozen=True)
+class Profile:
+    provider: str
+    model_name: str
+    dimension: int
+
+
+def read_profile(conn: Connection) -> Profile | None:
+    row = conn.execute(
+        text("SELECT provider, model_name, dimension FROM embedding_profile WHERE id = 1")
+    ).first()
+    return Profile(*row) if row else None
+
+
+def build_vector_indexes(conn: Connection, dimension: int) -> None:
+    """Fix the vector column's dimension and (re)build its HNSW cosine index."""
+    conn.execute(text("DROP INDEX IF EXISTS ix_memories_embedding_hnsw"))
+    conn.execute(text(f"ALTER TABLE memories ALTER COLUMN embedding TYPE vector({int(dimension)})"))
+    conn.execute(
+        text(
+            "CREATE INDEX ix_memories_embedding_hnsw ON memories USING hnsw (embedding vector_cosine_ops) "
+            f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION})"
+        )
+    )
+
+
+def ensure_profile(engine: Engine, wanted: Profile) -> Profile:
+    """Record the model on first start; refuse to start on a different one."""
+    with engine.begin() as conn:
+        conn.execute(text("LOCK TABLE embedding_profile IN EXCLUSIVE MODE"))
+        current = read_profile(conn)
+        if current is None:
+            conn.execute(
+                text(
+                    "INSERT INTO embedding_profile (id, provider, model_name, dimension) "
+                    "VALUES (1, :provider, :model_name, :dimension)"
+                ),
+                wanted.__dict__,
+            )
+            build_vector_indexes(conn, wanted.dimension)
+            return wanted
+    if (current.model_name, current.dimension) != (wanted.model_name, wanted.dimension):
+        raise EmbeddingModelMismatch(
+            f"this database was built with embedding model {current.model_name!r} "
+            f"({current.dimension} dimensions) but the hub is configured for {wanted.model_name!r} "
+            f"({wanted.dimension} dimensions). Configure the original model again, or move every "
+            f"memory to the new one with `ultron reembed`."
+        )
+    return current

@@ -1,0 +1,109 @@
+"""Composition root: builds the database, providers and services from one Settings object."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from ultron.config import Settings
+from ultron.db.engine import Database, open_database
+from ultron.db.vectors import Profile, ensure_profile
+from ultron.memory import fulltext
+from ultron.memory.service import Embedder, MemoryService
+
+log = logging.getLogger(__name__)
+
+DEFAULT_EMBEDDING_MODELS = {
+    "dashscope": "text-embedding-v4",
+    "openai": "text-embedding-3-small",
+}
+
+
+def _secret(value: Any) -> str | None:
+    return value.get_secret_value() if value is not None else None
+
+
+def build_embedder(settings: Settings) -> Embedder:
+    from ultron.providers.factory import make_embedder
+
+    provider = settings.embedding_provider
+    api_key = _secret(settings.embedding_api_key)
+    if provider == "dashscope":
+        api_key = api_key or _secret(settings.dashscope_api_key)
+    return make_embedder(
+        provider,
+        model=settings.embedding_model or DEFAULT_EMBEDDING_MODELS.get(provider),
+        dimension=settings.embedding_dimension,
+        base_url=settings.dashscope_base_url if provider == "dashscope" else settings.embedding_base_url,
+        api_key=api_key,
+        timeout=settings.llm_timeout,
+        max_retries=settings.llm_max_retries,
+        retry_base_delay=settings.llm_retry_base_delay,
+    )
+
+
+def build_intelligence(settings: Settings) -> Any:
+    from ultron.providers.factory import make_chat
+    from ultron.providers.intelligence import MemoryIntelligence
+
+    provider = settings.llm_provider
+    api_key = _secret(settings.llm_api_key)
+    if provider == "dashscope":
+        api_key = api_key or _secret(settings.dashscope_api_key)
+    chat = make_chat(
+        provider,
+        model=settings.llm_model,
+        base_url=settings.dashscope_base_url if provider == "dashscope" else settings.llm_base_url,
+        api_key=api_key,
+        timeout=settings.llm_timeout,
+        max_retries=settings.llm_max_retries,
+        retry_base_delay=settings.llm_retry_base_delay,
+    )
+    return MemoryIntelligence(
+        chat,
+        l0_max_tokens=settings.l0_max_tokens,
+        l1_max_tokens=settings.l1_max_tokens,
+        max_input_tokens=settings.llm_max_input_tokens - settings.llm_prompt_reserve_tokens,
+    )
+
+
+def build_redactor(settings: Settings) -> Any:
+    if not settings.redaction_enabled:
+        log.warning("redaction is disabled: secrets and personal data will be stored as sent")
+        return None
+    from ultron.privacy import get_default_redactor
+
+    return get_default_redactor()
+
+
+@dataclass
+class Hub:
+    settings: Settings
+    db: Database
+    embedder: Embedder
+    intelligence: Any
+    redactor: Any
+    memory: MemoryService = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.memory = MemoryService(self.settings, self.embedder, self.intelligence, self.redactor)
+
+    @classmethod
+    def open(cls, settings: Settings, *, migrate: bool = True) -> Hub:
+        """Connect, migrate, check the embedding profile and build the services."""
+        embedder = build_embedder(settings)
+        db = open_database(settings, migrate=migrate)
+        try:
+            ensure_profile(
+                db.engine, Profile(settings.embedding_provider, embedder.model_name, embedder.dimension)
+            )
+            hub = cls(settings, db, embedder, build_intelligence(settings), build_redactor(settings))
+        except BaseException:
+            db.dispose()
+            raise
+        fulltext.warm_up()
+        return hub
+
+    def close(self) -> None:
+        self.db.dispose()

@@ -1,0 +1,154 @@
+"""Typed shapes of memories, shared by the service, the HTTP API and both SDK clients."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+from uuid import UUID
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+Tier = Literal["hot", "warm", "cold"]
+Status = Literal["active", "archived"]
+Scope = Literal["shared", "private", "group"]
+DetailLevel = Literal["l0", "l1"]
+MemoryType = Literal["error", "security", "correction", "pattern", "preference", "life"]
+
+MAX_TAG_CHARS = 64
+
+
+def _clean_tags(tags: list[str]) -> list[str]:
+    out: dict[str, None] = {}
+    for tag in tags:
+        tag = tag.strip()
+        if not tag:
+            continue
+        if len(tag) > MAX_TAG_CHARS:
+            raise ValueError(f"a tag is longer than {MAX_TAG_CHARS} characters")
+        out.setdefault(tag, None)
+    return list(out)
+
+
+class UploadRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    content: str = Field(..., description="What happened / what was learned (required)")
+    context: str = Field("", description="Where it happened: task, environment, versions")
+    resolution: str = Field("", description="What fixed it or what to do")
+    tags: list[str] = Field(default_factory=list, max_length=50)
+    scope: Scope = Field("shared", description="shared with the tenant, private to the agent, or a group")
+    group: str | None = Field(None, max_length=100, description="Group name when scope is 'group'")
+
+    @field_validator("content")
+    @classmethod
+    def _content_not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("content must not be empty")
+        return value
+
+    @field_validator("tags")
+    @classmethod
+    def _tags(cls, value: list[str]) -> list[str]:
+        return _clean_tags(value)
+
+
+class MemoryPatch(BaseModel):
+    """Fields an agent may edit. Changing text re-redacts, re-embeds and re-summarizes."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    content: str | None = None
+    context: str | None = None
+    resolution: str | None = None
+    tags: list[str] | None = Field(None, max_length=50)
+    tier: Tier | None = None
+    status: Status | None = None
+    pinned: bool | None = None
+
+    @field_validator("content")
+    @classmethod
+    def _content_not_blank(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("content must not be empty")
+        return value
+
+    @field_validator("tags")
+    @classmethod
+    def _tags(cls, value: list[str] | None) -> list[str] | None:
+        return None if value is None else _clean_tags(value)
+
+
+class MemoryRecord(BaseModel):
+    """A memory. In l0/l1 search projections the full-text fields are blanked."""
+
+    id: UUID
+    memory_type: MemoryType
+    content: str
+    context: str
+    resolution: str
+    tags: list[str]
+    summary_l0: str
+    overview_l1: str
+    tier: Tier
+    status: Status
+    scope: Scope
+    group: str | None = None
+    pinned: bool = False
+    hit_count: int
+    last_hit_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+    agent: str | None = Field(None, description="Name of the agent that first contributed it")
+    redacted_entities: dict[str, int] = Field(default_factory=dict)
+    contributions: int = Field(1, description="Uploads merged into this memory, the first included")
+
+
+class ScoreComponents(BaseModel):
+    """Every factor of a search score (`explain=true`)."""
+
+    vector_similarity: float
+    text_rank: float
+    relevance: float
+    tier_boost: float
+    hotness: float
+    days_since_hit: float
+    decay_weight: float
+    from_vector: bool
+    from_text: bool
+    score: float
+
+
+class SearchResult(BaseModel):
+    record: MemoryRecord
+    similarity_score: float = Field(..., description="Fused relevance before tier and recency")
+    score: float = Field(..., description="Final ranking score")
+    explain: ScoreComponents | None = None
+
+
+class UploadResult(BaseModel):
+    record: MemoryRecord
+    decision: Literal["created", "merged", "merged_judge"]
+    similarity: float | None = Field(None, description="Cosine to the memory it merged into")
+    merged_text: bool = Field(False, description="Whether the merge changed the stored text")
+
+
+class MemoryStats(BaseModel):
+    total: int
+    by_tier: dict[str, int]
+    by_type: dict[str, int]
+    by_status: dict[str, int]
+    by_scope: dict[str, int]
+    redacted_entities: dict[str, int]
+    contributions: int
+    embedding_model: str | None
+
+
+class Contribution(BaseModel):
+    agent: str | None
+    decision: str
+    similarity: float | None
+    content: str
+    context: str
+    resolution: str
+    tags: list[str]
+    created_at: datetime

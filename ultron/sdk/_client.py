@@ -1,0 +1,147 @@
+"""`Ultron`: one interface and one set of typed results and errors, in-process or over HTTP."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+from uuid import UUID
+
+import httpx
+
+from ultron.config import Settings
+from ultron.memory.schemas import (
+    Contribution,
+    MemoryPatch,
+    MemoryRecord,
+    MemoryStats,
+    SearchResult,
+    UploadRequest,
+    UploadResult,
+)
+
+
+def _uuid(value: UUID | str) -> UUID:
+    return value if isinstance(value, UUID) else UUID(str(value))
+
+
+class Ultron:
+    """Shared memory for agents.
+
+    `Ultron()` runs the hub's services in this process (embedded Postgres in ~/.ultron unless
+    ULTRON_DATABASE_URL is set). `Ultron(base_url=..., api_key=...)` talks to a running hub over HTTP.
+    """
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        *,
+        settings: Settings | None = None,
+        agent: str | None = None,
+        tenant: str = "default",
+        timeout: float = 60.0,
+        transport: httpx.BaseTransport | None = None,
+        hub: Any = None,
+    ):
+        self._backend: Any
+        if base_url is not None:
+            from ultron.sdk._http import HttpBackend
+
+            self._backend = HttpBackend(base_url, api_key, timeout=timeout, transport=transport)
+        else:
+            from ultron.hub import Hub
+            from ultron.sdk._local import LocalBackend
+
+            owns = hub is None
+            hub = hub or Hub.open(settings or Settings())
+            self._backend = LocalBackend(hub, agent=agent, tenant=tenant, owns_hub=owns)
+
+    # --- memories ------------------------------------------------------------------------------
+
+    def upload_memory(
+        self,
+        content: str,
+        context: str = "",
+        resolution: str = "",
+        tags: Sequence[str] | None = None,
+        *,
+        scope: str = "shared",
+        group: str | None = None,
+    ) -> MemoryRecord:
+        """Store an experience; returns the memory it became (new or merged into)."""
+        return self.upload(content, context, resolution, tags, scope=scope, group=group).record
+
+    def upload(
+        self,
+        content: str,
+        context: str = "",
+        resolution: str = "",
+        tags: Sequence[str] | None = None,
+        *,
+        scope: str = "shared",
+        group: str | None = None,
+    ) -> UploadResult:
+        """Like upload_memory, with the dedup decision and similarity."""
+        req = UploadRequest(
+            content=content,
+            context=context,
+            resolution=resolution,
+            tags=list(tags or []),
+            scope=scope,
+            group=group,
+        )  # type: ignore[arg-type]
+        return self._backend.upload(req)
+
+    def search_memories(
+        self,
+        query: str,
+        tier: str | None = None,
+        limit: int | None = None,
+        detail_level: str = "l0",
+        *,
+        explain: bool = False,
+    ) -> list[SearchResult]:
+        return self._backend.search(query, tier=tier, limit=limit, detail_level=detail_level, explain=explain)
+
+    def get_memory_details(self, ids: Sequence[UUID | str]) -> list[MemoryRecord]:
+        return self._backend.details([_uuid(i) for i in ids])
+
+    def get_memory(self, memory_id: UUID | str) -> MemoryRecord:
+        return self._backend.get(_uuid(memory_id))
+
+    def get_contributions(self, memory_id: UUID | str) -> list[Contribution]:
+        return self._backend.contributions(_uuid(memory_id))
+
+    def edit_memory(self, memory_id: UUID | str, **changes: Any) -> MemoryRecord:
+        return self._backend.edit(_uuid(memory_id), MemoryPatch(**changes))
+
+    def delete_memory(self, memory_id: UUID | str) -> None:
+        self._backend.delete(_uuid(memory_id))
+
+    def get_memory_stats(self) -> MemoryStats:
+        return self._backend.stats()
+
+    # --- lifecycle -----------------------------------------------------------------------------
+
+    def close(self) -> None:
+        self._backend.close()
+
+    def __enter__(self) -> Ultron:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class UltronClient(Ultron):
+    """The HTTP client: `UltronClient(base_url, api_key)`."""
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str | None = None,
+        *,
+        timeout: float = 60.0,
+        transport: httpx.BaseTransport | None = None,
+    ):
+        super().__init__(base_url, api_key, timeout=timeout, transport=transport)

@@ -1,0 +1,104 @@
+"""HTTP backend: the same calls as the in-process backend, over the hub's JSON API."""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+import httpx
+
+from ultron.errors import (
+    Conflict,
+    DatabaseSetupError,
+    Forbidden,
+    NotFound,
+    PayloadTooLarge,
+    UltronError,
+    Unauthorized,
+    ValidationFailed,
+)
+from ultron.memory.schemas import (
+    Contribution,
+    MemoryPatch,
+    MemoryRecord,
+    MemoryStats,
+    SearchResult,
+    UploadRequest,
+    UploadResult,
+)
+
+_ERRORS: dict[int, type[UltronError]] = {
+    400: UltronError,
+    401: Unauthorized,
+    403: Forbidden,
+    404: NotFound,
+    409: Conflict,
+    413: PayloadTooLarge,
+    422: ValidationFailed,
+    503: DatabaseSetupError,
+}
+
+
+def _raise_for(response: httpx.Response) -> None:
+    if response.status_code < 400:
+        return
+    try:
+        body = response.json()
+        detail = body.get("detail") or response.text
+    except ValueError:
+        detail = response.text or response.reason_phrase
+    raise _ERRORS.get(response.status_code, UltronError)(f"{detail}")
+
+
+class HttpBackend:
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str | None = None,
+        *,
+        timeout: float = 60.0,
+        transport: httpx.BaseTransport | None = None,
+    ):
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._http = httpx.Client(
+            base_url=base_url.rstrip("/"), headers=headers, timeout=timeout, transport=transport
+        )
+
+    def _request(self, method: str, path: str, **kwargs: Any) -> Any:
+        response = self._http.request(method, path, **kwargs)
+        _raise_for(response)
+        return response.json() if response.content else None
+
+    def upload(self, req: UploadRequest) -> UploadResult:
+        return UploadResult.model_validate(self._request("POST", "/memories/upload", json=req.model_dump()))
+
+    def search(self, query: str, **options: Any) -> list[SearchResult]:
+        body = {"query": query, **{k: v for k, v in options.items() if v is not None}}
+        data = self._request("POST", "/memories/search", json=body)
+        return [SearchResult.model_validate(r) for r in data["results"]]
+
+    def details(self, ids: list[UUID]) -> list[MemoryRecord]:
+        data = self._request("POST", "/memories/details", json={"ids": [str(i) for i in ids]})
+        return [MemoryRecord.model_validate(r) for r in data["records"]]
+
+    def get(self, memory_id: UUID) -> MemoryRecord:
+        return MemoryRecord.model_validate(self._request("GET", f"/memories/{memory_id}"))
+
+    def contributions(self, memory_id: UUID) -> list[Contribution]:
+        return [
+            Contribution.model_validate(c)
+            for c in self._request("GET", f"/memories/{memory_id}/contributions")
+        ]
+
+    def edit(self, memory_id: UUID, patch: MemoryPatch) -> MemoryRecord:
+        body = patch.model_dump(exclude_unset=True)
+        return MemoryRecord.model_validate(self._request("PATCH", f"/memories/{memory_id}", json=body))
+
+    def delete(self, memory_id: UUID) -> None:
+        self._request("DELETE", f"/memories/{memory_id}")
+
+    def stats(self) -> MemoryStats:
+        return MemoryStats.model_validate(self._request("GET", "/memories/stats"))
+
+    def close(self) -> None:
+        self._http.close()

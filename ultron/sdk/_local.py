@@ -1,0 +1,81 @@
+"""In-process backend: the hub's services on this process's own connection pool."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+from uuid import UUID
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from ultron.db.models import Agent
+from ultron.hub import Hub
+from ultron.memory.schemas import (
+    Contribution,
+    MemoryPatch,
+    MemoryRecord,
+    MemoryStats,
+    SearchResult,
+    UploadRequest,
+    UploadResult,
+)
+from ultron.tenancy import Actor, ensure_tenant, local_actor
+
+T = TypeVar("T")
+
+
+class LocalBackend:
+    def __init__(self, hub: Hub, *, agent: str | None = None, tenant: str = "default", owns_hub: bool = True):
+        self.hub = hub
+        self._owns_hub = owns_hub
+        with hub.db.session() as session:
+            self.actor = local_actor(session) if agent is None else _named_actor(session, agent, tenant)
+
+    def _run(self, fn: Callable[[Session, Actor], T]) -> T:
+        with self.hub.db.session() as session:
+            return fn(session, self.actor)
+
+    def upload(self, req: UploadRequest) -> UploadResult:
+        return self._run(lambda s, a: self.hub.memory.upload(s, a, req))
+
+    def search(self, query: str, **options: Any) -> list[SearchResult]:
+        return self._run(lambda s, a: self.hub.memory.search(s, a, query, **options))
+
+    def details(self, ids: list[UUID]) -> list[MemoryRecord]:
+        return self._run(lambda s, a: self.hub.memory.details(s, a, ids))
+
+    def get(self, memory_id: UUID) -> MemoryRecord:
+        return self._run(lambda s, a: self.hub.memory.get(s, a, memory_id))
+
+    def contributions(self, memory_id: UUID) -> list[Contribution]:
+        return self._run(lambda s, a: self.hub.memory.contributions(s, a, memory_id))
+
+    def edit(self, memory_id: UUID, patch: MemoryPatch) -> MemoryRecord:
+        return self._run(lambda s, a: self.hub.memory.edit(s, a, memory_id, patch))
+
+    def delete(self, memory_id: UUID) -> None:
+        self._run(lambda s, a: self.hub.memory.delete(s, a, memory_id))
+
+    def stats(self) -> MemoryStats:
+        return self._run(lambda s, a: self.hub.memory.stats(s, a))
+
+    def close(self) -> None:
+        if self._owns_hub:
+            self.hub.close()
+
+
+def _named_actor(session: Session, name: str, tenant: str) -> Actor:
+    """Act in-process as a named agent (created without a key if it does not exist)."""
+    from sqlalchemy.dialects.postgresql import insert
+
+    tenant_id = ensure_tenant(session, tenant)
+    session.execute(
+        insert(Agent)
+        .values(tenant_id=tenant_id, name=name)
+        .on_conflict_do_nothing(constraint="uq_agents_tenant_name")
+    )
+    agent = session.execute(
+        select(Agent).where(Agent.tenant_id == tenant_id, Agent.name == name)
+    ).scalar_one()
+    return Actor(tenant_id, agent.id, agent.name, tenant, tuple(agent.groups), agent.is_admin)
