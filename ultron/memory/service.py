@@ -348,7 +348,7 @@ class MemoryService:
             raise ValidationFailed("detail_level must be 'l0' or 'l1' (full text comes from details)")
         if tier is not None and tier not in ("hot", "warm", "cold"):
             raise ValidationFailed("tier must be one of hot, warm, cold")
-        limit = limit or self.settings.memory_search_limit
+        limit = self.settings.memory_search_limit if limit is None else limit
         if not 1 <= limit <= 200:
             raise ValidationFailed("limit must be between 1 and 200")
         vector = np.asarray(self.embedder.embed([query[:4000]], kind="query")[0], dtype=np.float32)

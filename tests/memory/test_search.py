@@ -1,0 +1,170 @@
+"""Search: hybrid candidates, score = relevance x tier boost x (1 - w + w x hotness), projections, hits."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from sqlalchemy import text
+
+from ultron.errors import NotFound, ValidationFailed
+from ultron.memory.schemas import UploadRequest
+from ultron.sdk._local import LocalBackend
+from ultron.tenancy import local_actor
+
+
+@pytest.fixture()
+def hub(make_hub):  # type: ignore[no-untyped-def]
+    """Ranking tests store near-identical texts on purpose: only exact duplicates merge here."""
+    return make_hub(dedup_similarity_threshold=0.999, dedup_soft_threshold=0.999)
+
+
+def add(hub, content, context="", resolution=""):  # type: ignore[no-untyped-def]
+    with hub.db.session() as s:
+        return hub.memory.upload(
+            s, local_actor(s), UploadRequest(content=content, context=context, resolution=resolution)
+        ).record
+
+
+def search(hub, query, **kw):  # type: ignore[no-untyped-def]
+    with hub.db.session() as s:
+        return hub.memory.search(s, local_actor(s), query, **kw)
+
+
+def hit_count(hub, memory_id) -> int:  # type: ignore[no-untyped-def]
+    with hub.db.session() as s:
+        return s.execute(
+            text("SELECT hit_count FROM memories WHERE id = :id"), {"id": memory_id}
+        ).scalar_one()
+
+
+def set_row(hub, memory_id, **values):  # type: ignore[no-untyped-def]
+    sets = ", ".join(f"{k} = {v}" for k, v in values.items())
+    with hub.db.session() as s:
+        s.execute(text(f"UPDATE memories SET {sets} WHERE id = :id"), {"id": memory_id})
+
+
+def test_most_relevant_first_and_explain_components_multiply(hub):
+    a = add(hub, "postgres connection pool exhausted under load", "api server", "raise pool_size")
+    add(hub, "redis eviction policy drops session keys", "cache", "use volatile-lru")
+    results = search(hub, "postgres connection pool exhausted", explain=True)
+    assert results[0].record.id == a.id
+    e = results[0].explain
+    assert e is not None and e.from_vector and e.from_text
+    w = hub.settings.time_decay_weight
+    assert e.relevance == pytest.approx(
+        (1 - hub.settings.fulltext_weight) * e.vector_similarity + hub.settings.fulltext_weight * e.text_rank,
+        rel=1e-6,
+    )
+    assert e.hotness == pytest.approx(math.exp(-hub.settings.decay_alpha * e.days_since_hit), rel=1e-6)
+    assert e.score == pytest.approx(e.relevance * e.tier_boost * (1 - w + w * e.hotness), rel=1e-6)
+    assert [r.score for r in results] == sorted((r.score for r in results), reverse=True)
+
+
+def test_tier_boost_lifts_a_hot_memory_over_a_more_relevant_cold_one(hub):
+    exact = add(hub, "kubectl apply fails with forbidden error for namespace prod")
+    near = add(hub, "kubectl apply fails with forbidden error for namespace staging")
+    query = "kubectl apply fails with forbidden error for namespace prod"
+    plain = search(hub, query, explain=True)
+    assert plain[0].record.id == exact.id
+    rel = {r.record.id: r.explain.relevance for r in plain}
+    assert rel[exact.id] / rel[near.id] < 1.2 / 0.8  # the boost can overturn this gap
+
+    set_row(hub, exact.id, tier="'cold'")
+    set_row(hub, near.id, tier="'hot'")
+    boosted = search(hub, query, explain=True)
+    assert boosted[0].record.id == near.id
+    by_id = {r.record.id: r.explain for r in boosted}
+    assert by_id[near.id].tier_boost == 1.2 and by_id[exact.id].tier_boost == 0.8
+
+
+def test_hotness_decays_with_days_since_last_hit(hub):
+    fresh = add(hub, "terraform state lock stuck after a cancelled apply run")
+    stale = add(hub, "terraform state lock stuck after a cancelled plan run")
+    set_row(
+        hub, stale.id, last_hit_at="now() - interval '100 days'", created_at="now() - interval '200 days'"
+    )
+    results = {r.record.id: r.explain for r in search(hub, "terraform state lock stuck", explain=True)}
+    assert results[stale.id].days_since_hit == pytest.approx(100, abs=0.01)
+    assert results[stale.id].hotness == pytest.approx(math.exp(-0.05 * 100), rel=1e-3)
+    assert results[fresh.id].hotness == pytest.approx(1.0, abs=1e-3)
+    w = hub.settings.time_decay_weight
+    ratio = results[stale.id].score / results[stale.id].relevance
+    assert ratio == pytest.approx(1 - w + w * math.exp(-5), rel=1e-3)
+
+
+def test_chinese_is_searchable_by_keyword(hub):
+    target = add(hub, "数据库连接池耗尽导致接口超时", "高并发下的订单服务", "调大连接池并设置获取超时")
+    add(hub, "前端打包体积过大导致首屏加载缓慢", "移动端页面", "开启代码分割")
+    results = search(hub, "连接池 超时", explain=True)
+    assert results[0].record.id == target.id
+    assert results[0].explain.from_text and results[0].explain.text_rank > 0
+
+
+def test_l0_and_l1_projections(hub):
+    add(
+        hub,
+        "npm ci fails: lockfile out of date",
+        "GitHub Actions runner",
+        "run npm install and commit the lock",
+    )
+    l0 = search(hub, "npm ci lockfile", detail_level="l0")[0].record
+    assert l0.summary_l0 and (l0.content, l0.context, l0.resolution, l0.overview_l1) == ("", "", "", "")
+    l1 = search(hub, "npm ci lockfile", detail_level="l1")[0].record
+    assert l1.summary_l0 and l1.overview_l1 and l1.context == "GitHub Actions runner"
+    assert (l1.content, l1.resolution) == ("", "")
+
+
+def test_bad_search_input(hub):
+    for kwargs in ({"detail_level": "full"}, {"tier": "lukewarm"}, {"limit": 0}, {"limit": 1000}):
+        with pytest.raises(ValidationFailed):
+            search(hub, "anything", **kwargs)
+    with pytest.raises(ValidationFailed):
+        search(hub, "   ")
+
+
+def test_tier_filter(hub):
+    a = add(hub, "gradle daemon runs out of memory on CI")
+    add(hub, "gradle build cache misses after upgrade")
+    set_row(hub, a.id, tier="'hot'")
+    assert [r.record.id for r in search(hub, "gradle", tier="hot")] == [a.id]
+
+
+def test_hit_signals_search_plus_one_details_plus_two_merge_plus_one(hub):
+    rec = add(hub, "pip resolver backtracks forever on conflicting pins", "", "constrain numpy<2")
+    assert hit_count(hub, rec.id) == 0
+    search(hub, "pip resolver backtracks")
+    assert hit_count(hub, rec.id) == 1
+    with hub.db.session() as s:
+        details = hub.memory.details(s, local_actor(s), [rec.id])
+    assert details[0].hit_count == 3
+    add(hub, "pip resolver backtracks forever on conflicting pins", "", "constrain numpy<2")
+    assert hit_count(hub, rec.id) == 4
+
+
+def test_one_agent_cannot_inflate_hits_by_repeating_itself(hub):
+    rec = add(hub, "docker buildx cache export fails with 403 on GHCR")
+    for _ in range(5):
+        search(hub, "buildx cache export 403")
+    assert hit_count(hub, rec.id) == 1
+    others = [LocalBackend(hub, agent=f"peer-{i}", owns_hub=False) for i in range(3)]
+    for peer in others:
+        peer.search("buildx cache export 403")
+        peer.search("buildx cache export 403")
+    assert hit_count(hub, rec.id) == 4
+    with hub.db.session() as s:
+        logged = s.execute(text("SELECT count(*), count(*) FILTER (WHERE counted) FROM hit_events")).one()
+    assert tuple(logged) == (11, 4)
+
+
+def test_details_of_unknown_ids_is_not_found_and_counts_nothing(hub):
+    rec = add(hub, "jest snapshot mismatch after timezone change")
+    with hub.db.session() as s, pytest.raises(NotFound):
+        hub.memory.details(s, local_actor(s), [rec.id, rec.id.__class__(int=1)])
+    assert hit_count(hub, rec.id) == 0
+
+
+def test_archived_memories_leave_search(hub):
+    rec = add(hub, "cargo build fails: linker cc not found")
+    set_row(hub, rec.id, status="'archived'")
+    assert search(hub, "cargo linker cc not found") == []
