@@ -81,16 +81,18 @@ def resolve_url(settings: Settings) -> tuple[str, Path | None]:
     return start_embedded(settings.data_dir), settings.data_dir
 
 
-def ensure_vector_extension(engine: Engine) -> None:
+def ensure_vector_extension(engine: Engine, extension: str = "vector") -> None:
     with engine.begin() as conn:
-        have = conn.execute(text("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'")).first()
+        have = conn.execute(
+            text("SELECT 1 FROM pg_available_extensions WHERE name = :e"), {"e": extension}
+        ).first()
         if have is None:
             raise DatabaseSetupError(
-                "the PostgreSQL server has no 'vector' extension (pgvector). Install pgvector on that "
+                f"the PostgreSQL server has no {extension!r} extension (pgvector). Install pgvector on that "
                 "server (https://github.com/pgvector/pgvector), use an image such as pgvector/pgvector, "
                 "or unset ULTRON_DATABASE_URL to use the embedded server."
             )
-        conn.execute(text("CREATE EXTENSION IF NOT EXISTS vector"))
+        conn.execute(text(f'CREATE EXTENSION IF NOT EXISTS "{extension}"'))
     # Connections opened before the extension existed have no vector adapter.
     engine.dispose()
 

@@ -28,15 +28,34 @@ def read_profile(conn: Connection) -> Profile | None:
     return Profile(*row) if row else None
 
 
-def build_vector_indexes(conn: Connection, dimension: int) -> None:
-    """Fix the vector column's dimension and (re)build its HNSW cosine index."""
+def drop_vector_index(conn: Connection) -> None:
     conn.execute(text("DROP INDEX IF EXISTS ix_memories_embedding_hnsw"))
-    conn.execute(text(f"ALTER TABLE memories ALTER COLUMN embedding TYPE vector({int(dimension)})"))
+
+
+def create_vector_index(conn: Connection) -> None:
     conn.execute(
         text(
             "CREATE INDEX ix_memories_embedding_hnsw ON memories USING hnsw (embedding vector_cosine_ops) "
             f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION})"
         )
+    )
+
+
+def set_dimension(conn: Connection, dimension: int, *, clear: bool = False) -> None:
+    """Fix the vector column's dimension; `clear` empties it (vectors of another size cannot be cast)."""
+    using = " USING NULL" if clear else ""
+    conn.execute(text(f"ALTER TABLE memories ALTER COLUMN embedding TYPE vector({int(dimension)}){using}"))
+
+
+def write_profile(conn: Connection, profile: Profile) -> None:
+    conn.execute(
+        text(
+            "INSERT INTO embedding_profile (id, provider, model_name, dimension) "
+            "VALUES (1, :provider, :model_name, :dimension) "
+            "ON CONFLICT (id) DO UPDATE SET provider = :provider, model_name = :model_name, "
+            "dimension = :dimension, updated_at = now()"
+        ),
+        profile.__dict__,
     )
 
 
@@ -46,14 +65,10 @@ def ensure_profile(engine: Engine, wanted: Profile) -> Profile:
         conn.execute(text("LOCK TABLE embedding_profile IN EXCLUSIVE MODE"))
         current = read_profile(conn)
         if current is None:
-            conn.execute(
-                text(
-                    "INSERT INTO embedding_profile (id, provider, model_name, dimension) "
-                    "VALUES (1, :provider, :model_name, :dimension)"
-                ),
-                wanted.__dict__,
-            )
-            build_vector_indexes(conn, wanted.dimension)
+            write_profile(conn, wanted)
+            drop_vector_index(conn)
+            set_dimension(conn, wanted.dimension)
+            create_vector_index(conn)
             return wanted
     if (current.model_name, current.dimension) != (wanted.model_name, wanted.dimension):
         raise EmbeddingModelMismatch(

@@ -1,0 +1,105 @@
+"""Schema, migrations, named queries and the embedding profile, on real Postgres."""
+
+from __future__ import annotations
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from sqlalchemy import text
+
+from ultron.db.engine import Database, ensure_vector_extension
+from ultron.db.migrate import current_revision, downgrade, head_revision, upgrade_to_head
+from ultron.db.models import Base
+from ultron.db.queries import all_queries, parse_queries, q
+from ultron.errors import DatabaseSetupError, EmbeddingModelMismatch
+from ultron.hub import Hub
+from ultron.memory.reembed import reembed
+from ultron.sdk._local import LocalBackend
+
+EXPECTED_QUERIES = {"nearest_same_type", "hybrid_search", "record_hits", "raw_knn"}
+
+
+def test_every_named_query_loads():
+    assert set(all_queries()) >= EXPECTED_QUERIES
+    for name in EXPECTED_QUERIES:
+        assert q(name).text.strip()
+
+
+def test_duplicate_query_names_are_refused():
+    with pytest.raises(ValueError, match="duplicate"):
+        parse_queries("-- name: a\nSELECT 1;\n-- name: a\nSELECT 2;")
+
+
+def test_migrations_match_the_models(db_url):
+    db = Database(db_url)
+    try:
+        with db.engine.connect() as conn:
+            diff = compare_metadata(MigrationContext.configure(conn), Base.metadata)
+        # The vector column's dimension is fixed at run time by the embedding profile, not in the model.
+        diff = [d for d in diff if not (d[0] == "modify_type" and d[3] == "embedding")]
+        # The HNSW index is built with the embedding profile (ultron/db/vectors.py).
+        diff = [d for d in diff if not (d[0] == "remove_index" and d[1].name == "ix_memories_embedding_hnsw")]
+        assert diff == []
+    finally:
+        db.dispose()
+
+
+def test_downgrade_and_upgrade_round_trip(db_url):
+    db = Database(db_url)
+    try:
+        downgrade(db.engine, "base")
+        assert current_revision(db.engine) is None
+        upgrade_to_head(db.engine)
+        assert current_revision(db.engine) == head_revision()
+    finally:
+        db.dispose()
+
+
+def test_server_without_pgvector_gets_a_clear_error(db_url):
+    # The same check that runs at start-up, asked for an extension this server does not have.
+    db = Database(db_url)
+    try:
+        with pytest.raises(DatabaseSetupError, match="pgvector.*ULTRON_DATABASE_URL"):
+            ensure_vector_extension(db.engine, extension="vector_not_installed_here")
+        ensure_vector_extension(db.engine)
+    finally:
+        db.dispose()
+
+
+def test_starting_with_another_embedding_model_is_refused(settings):
+    Hub.open(settings).close()
+    with pytest.raises(EmbeddingModelMismatch, match="ultron reembed"):
+        Hub.open(settings.model_copy(update={"embedding_dimension": 128}))
+
+
+def test_reembed_moves_every_memory_to_the_new_model(settings):
+    hub = Hub.open(settings)
+    backend = LocalBackend(hub, owns_hub=False)
+    texts = [
+        "gunicorn worker killed by the OOM killer during report export",
+        "TLS handshake timeout when pulling images from the private registry",
+        "flaky test: race between cache warmup and the first request",
+        "alembic autogenerate misses a server default change",
+        "S3 upload fails with SignatureDoesNotMatch after clock skew",
+    ]
+    ids = [backend.upload(_req(t)).record.id for t in texts]
+    hub.close()
+
+    new = settings.model_copy(update={"embedding_dimension": 128})
+    assert reembed(new, batch_size=2) == 5
+    assert reembed(new) == 0  # already there
+    hub = Hub.open(new)
+    try:
+        with hub.db.session() as s:
+            dims = s.execute(text("SELECT DISTINCT vector_dims(embedding) FROM memories")).scalars().all()
+            assert dims == [128]
+        results = LocalBackend(hub, owns_hub=False).search("alembic autogenerate server default")
+        assert results[0].record.id == ids[3]
+    finally:
+        hub.close()
+
+
+def _req(content: str):  # type: ignore[no-untyped-def]
+    from ultron.memory.schemas import UploadRequest
+
+    return UploadRequest(content=content)
