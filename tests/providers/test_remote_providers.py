@@ -8,9 +8,11 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from tests.fakes.servers import FAKE_API_KEY, fake_vector
+from tests.fakes.servers import DEFAULT_OPENAI_DIMENSION, FAKE_API_KEY, FakeModelServer, fake_vector
 from tests.providers.conftest import TEST_DIMENSION, Remote
 from ultron.providers.base import ProviderError
+from ultron.providers.dashscope_api import DashScopeEmbedder
+from ultron.providers.openai_compat import OpenAIEmbedder
 
 TEXTS = ["pip install fails inside Docker", "用代理解决容器内无网络", "third text"]
 # Two attempts of a 0.2 s timeout plus backoff, with generous slack for a loaded CI machine.
@@ -222,3 +224,29 @@ def test_unreachable_server_is_a_connection_error(remote: Remote) -> None:
         remote.chat(timeout=0.5, max_retries=0).chat(MESSAGES)
 
     assert caught.value.kind in ("connection", "timeout") and caught.value.retryable
+
+
+# --- provider specifics -------------------------------------------------------------------------------
+
+
+def test_openai_embedder_without_dimension_learns_it(fake_openai: FakeModelServer) -> None:
+    embedder = OpenAIEmbedder(fake_openai.base_url, FAKE_API_KEY, "m", retry_base_delay=0.01)
+
+    assert embedder.dimension == DEFAULT_OPENAI_DIMENSION  # one probe request
+    assert "dimensions" not in fake_openai.requests[0].json
+    fake_openai.embedding_dim = DEFAULT_OPENAI_DIMENSION + 1
+    with pytest.raises(ProviderError, match="dimension"):
+        embedder.embed(["now the server changed its mind"])
+
+
+def test_dashscope_base_url_is_per_instance_and_never_global(fake_dashscope: FakeModelServer) -> None:
+    import dashscope
+
+    global_url = dashscope.base_http_api_url
+    with FakeModelServer("dashscope") as other:
+        first = DashScopeEmbedder(FAKE_API_KEY, dimension=4, base_url=fake_dashscope.base_url)
+        second = DashScopeEmbedder(FAKE_API_KEY, dimension=4, base_url=other.base_url)
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            list(pool.map(lambda e: e.embed(["x"]), [first, second] * 4))
+        assert len(fake_dashscope.requests) == len(other.requests) == 4
+    assert dashscope.base_http_api_url == global_url

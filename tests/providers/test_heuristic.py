@@ -1,0 +1,184 @@
+"""The offline heuristics: type rules, summaries, same-subject, merge and extraction."""
+
+from __future__ import annotations
+
+import pytest
+
+from ultron.memory.text import MEMORY_TYPES
+from ultron.providers import heuristic
+from ultron.providers.tokens import ELLIPSIS, count_tokens
+
+TYPE_EXAMPLES = [
+    ("error", "Traceback (most recent call last): ModuleNotFoundError: No module named 'pandas'", ""),
+    ("error", "npm install failed with exit code 1 on CI", "pin the node version"),
+    ("error", "服务启动失败，日志报错：端口 8080 已被占用", "换一个端口"),
+    ("error", "调用接口时出现异常，返回空数据", ""),
+    ("security", "Found CVE-2024-3094 in the xz package on the build server", ""),
+    ("security", "Stored XSS in the comment form; SQL injection in the search endpoint", ""),
+    ("security", "发现接口存在越权漏洞，用户数据可能泄露", ""),
+    ("correction", "Actually, the default Postgres port is 5432, not 5433", ""),
+    ("correction", "Use the v2 endpoint instead of v1; the old docs were wrong", ""),
+    ("correction", "配置文件格式不是 yaml 而是 toml", ""),
+    ("correction", "纠正：该参数应该是毫秒", ""),
+    ("preference", "I prefer tabs over spaces in Makefiles", ""),
+    ("preference", "Always use pathlib; don't use os.path in new code", ""),
+    ("preference", "我喜欢用 vim 写代码，习惯深色主题", ""),
+    ("life", "Book an aisle seat on long flights so you can stretch", ""),
+    ("life", "Healthy food options near the airport are limited; eat before you travel", ""),
+    ("life", "乘机时选择靠过道的座位，方便走动", ""),
+    ("life", "出差旅行时注意饮食清淡", ""),
+    ("pattern", "Build the HNSW index after a bulk load, then run ANALYZE", ""),
+    ("pattern", "缓存热点数据可以显著降低数据库负载", ""),
+]
+
+
+@pytest.mark.parametrize(("expected", "content", "resolution"), TYPE_EXAMPLES)
+def test_infer_type(expected: str, content: str, resolution: str) -> None:
+    assert heuristic.infer_type(content, "", resolution) == expected
+
+
+def test_every_type_has_examples_and_results_are_valid() -> None:
+    assert {example[0] for example in TYPE_EXAMPLES} == set(MEMORY_TYPES)
+    assert heuristic.infer_type("", "", "") == "pattern"
+
+
+def test_health_checks_and_memory_leaks_are_not_life_or_security() -> None:
+    assert heuristic.infer_type("Add a health check endpoint to the service", "", "") == "pattern"
+    assert heuristic.infer_type("The worker has a memory leak under load", "", "") == "pattern"
+
+
+# --- summaries ----------------------------------------------------------------------------------------
+
+
+def test_summaries_fit_their_budgets() -> None:
+    content = "Line one of a long story.\n" + "word " * 2000
+    l0, l1 = heuristic.summarize(content, "context " * 500, "resolution " * 500, 64, 256)
+    assert "\n" not in l0 and count_tokens(l0) <= 64 and l0.endswith(ELLIPSIS)
+    assert count_tokens(l1) <= 256
+    assert l1.count("\n") >= 2  # content, context and resolution each keep a part
+
+
+def test_l0_comes_from_the_first_non_empty_field() -> None:
+    l0, l1 = heuristic.summarize("", "  ", "pip install pandas", 64, 256)
+    assert l0 == "pip install pandas"
+    assert l1 == "pip install pandas"
+
+
+def test_short_memories_are_kept_whole() -> None:
+    l0, l1 = heuristic.summarize("Docker 内 pip 安装失败", "CI 环境", "配置代理", 64, 256)
+    assert l0 == "Docker 内 pip 安装失败"
+    assert l1 == "Docker 内 pip 安装失败\nCI 环境\n配置代理"
+
+
+# --- same subject -------------------------------------------------------------------------------------
+
+
+def _memory(content: str, context: str = "", resolution: str = "") -> dict[str, str]:
+    return {"content": content, "context": context, "resolution": resolution}
+
+
+def test_paraphrases_are_the_same_subject() -> None:
+    a = _memory("pip install fails inside the docker container: no network access", "CI build")
+    b = _memory("inside a docker container pip install fails because there is no network access", "CI")
+    assert heuristic.same_subject(a, b)
+
+
+def test_chinese_paraphrases_are_the_same_subject() -> None:
+    a = _memory("容器内没有网络，导致 pip 安装失败")
+    b = _memory("pip 安装失败，原因是容器内没有网络")
+    assert heuristic.same_subject(a, b)
+
+
+def test_different_error_identifiers_are_different_subjects() -> None:
+    a = _memory("ModuleNotFoundError when importing pandas in the docker image")
+    b = _memory("KeyError when importing pandas in the docker image")
+    assert not heuristic.same_subject(a, b)
+    c = _memory("Build fails with error E1101 in pylint on the docker image")
+    d = _memory("Build fails with error E0401 in pylint on the docker image")
+    assert not heuristic.same_subject(c, d)
+
+
+def test_shared_topic_alone_is_not_the_same_subject() -> None:
+    a = _memory("Postgres HNSW index build is slow; raise maintenance_work_mem")
+    b = _memory("Postgres connection pool exhausted under load; lower pool size per worker")
+    assert not heuristic.same_subject(a, b)
+
+
+# --- merge --------------------------------------------------------------------------------------------
+
+
+def test_merge_appends_a_new_resolution_as_an_alternative() -> None:
+    existing = _memory("pip fails in docker", "CI", "Configure a proxy.")
+    merged = heuristic.merge(existing, _memory("pip fails in container", "", "Use --network host"))
+    assert merged == {
+        "content": "pip fails in docker",
+        "context": "CI",
+        "resolution": "Configure a proxy.\nAlternative: Use --network host",
+    }
+
+
+def test_merge_returns_none_when_nothing_would_change() -> None:
+    existing = _memory("pip fails in docker", "CI", "Configure a proxy. Or use --network host.")
+    assert heuristic.merge(existing, _memory("x", "", "")) is None
+    assert heuristic.merge(existing, _memory("x", "", "use  --NETWORK host")) is None
+
+
+def test_merge_into_an_empty_resolution_takes_the_incoming_one() -> None:
+    merged = heuristic.merge(_memory("pip fails", "", ""), _memory("pip fails", "", "use a mirror"))
+    assert merged is not None and merged["resolution"] == "use a mirror"
+
+
+def test_merge_caps_the_number_of_alternatives() -> None:
+    existing = _memory("pip fails", "", "first")
+    for i in range(heuristic.MAX_ALTERNATIVES):
+        merged = heuristic.merge(existing, _memory("pip fails", "", f"fix number {i}"))
+        assert merged is not None
+        existing = merged
+    assert heuristic.merge(existing, _memory("pip fails", "", "yet another fix")) is None
+
+
+# --- extraction ---------------------------------------------------------------------------------------
+
+
+def test_a_troubleshooting_story_is_one_item_with_its_resolution() -> None:
+    text = """
+    排查过程：
+    1. 发现 Docker 内 pip install 失败
+    2. 错误信息：Could not find a version that satisfies...
+    3. 原因：容器内无网络访问权限
+    4. 解决：配置代理或使用 --network host
+    """
+    (item,) = heuristic.extract(text)
+    assert "pip install 失败" in item["content"]
+    assert "原因：容器内无网络访问权限" in item["resolution"]
+    assert "解决：配置代理或使用 --network host" in item["resolution"]
+    assert "原因" not in item["content"]
+    assert set(item["tags"]) >= {"docker", "pip"}
+    assert 0 < item["confidence"] <= 1
+
+
+def test_independent_list_items_and_sections_become_separate_items() -> None:
+    text = """# Docker tips
+Things we learned:
+- Use slim base images to keep builds small and fast.
+- Pin versions in requirements.txt so builds are reproducible.
+- ok
+
+## Postgres
+The HNSW index must be built after the bulk load. Fix: create the index after COPY, then ANALYZE.
+"""
+    items = heuristic.extract(text)
+    assert [item["content"] for item in items] == [
+        "Use slim base images to keep builds small and fast.",
+        "Pin versions in requirements.txt so builds are reproducible.",
+        "The HNSW index must be built after the bulk load.",
+    ]
+    assert items[0]["context"] == "Docker tips: Things we learned"
+    assert items[2]["context"] == "Postgres"
+    assert items[2]["resolution"] == "Fix: create the index after COPY, then ANALYZE."
+
+
+def test_extraction_drops_fragments_and_caps_the_count() -> None:
+    assert heuristic.extract("ok\n\nthanks!\n\n   \n") == []
+    many = "\n\n".join(f"Lesson {i}: retry the flaky job with a longer timeout" for i in range(50))
+    assert len(heuristic.extract(many)) == heuristic.MAX_ITEMS
