@@ -15,7 +15,9 @@ from ultron.db.engine import open_database
 from ultron.db.vectors import (
     Profile,
     create_vector_index,
+    drop_vector_index,
     read_profile,
+    set_dimension,
     write_profile,
 )
 from ultron.memory.text import embedding_text
