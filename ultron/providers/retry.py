@@ -14,10 +14,14 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
+# No single wait longer than this, however many retries are configured: past it a caller is better
+# served by the error than by a request thread parked for minutes.
+MAX_BACKOFF_S = 30.0
+
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """`max_retries` extra attempts after the first, sleeping `base_delay * 2**attempt` seconds between."""
+    """`max_retries` extra attempts after the first, sleeping `base_delay * 2**attempt` s (capped) between."""
 
     max_retries: int = 2
     base_delay: float = 0.5
@@ -34,7 +38,7 @@ class RetryPolicy:
             except ProviderError as exc:
                 if not exc.retryable or attempt == self.max_retries:
                     raise
-                delay = self.base_delay * 2**attempt
+                delay = min(self.base_delay * 2**attempt, MAX_BACKOFF_S)
                 logger.warning(
                     "%s failed (%s, status %s); retry %d/%d in %.2fs",
                     exc.provider,
