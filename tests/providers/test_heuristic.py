@@ -42,9 +42,10 @@ def test_every_type_has_examples_and_results_are_valid() -> None:
     assert heuristic.infer_type("", "", "") == "pattern"
 
 
-def test_health_checks_and_memory_leaks_are_not_life_or_security() -> None:
+def test_health_checks_memory_leaks_and_dependency_injection_are_patterns() -> None:
     assert heuristic.infer_type("Add a health check endpoint to the service", "", "") == "pattern"
     assert heuristic.infer_type("The worker has a memory leak under load", "", "") == "pattern"
+    assert heuristic.infer_type("Use dependency injection to make handlers testable", "", "") == "pattern"
 
 
 # --- summaries ----------------------------------------------------------------------------------------

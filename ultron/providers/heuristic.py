@@ -27,7 +27,8 @@ _TYPE_RULES: list[tuple[str, re.Pattern[str]]] = [
         "security",
         re.compile(
             r"(?i:\bcve-\d{4}-\d+|\b(xss|ssrf|csrf|rce|xxe|phishing|malware|ransomware|backdoor|trojan)\b"
-            r"|injection\b|(?<!memory )\bleak(s|ed|ing|age)?\b|\bvulnerab|\bexploit|privilege escalation"
+            r"|(?<!dependency )injection\b|(?<!memory )\bleak(s|ed|ing|age)?\b"
+            r"|\bvulnerab|\bexploit|privilege escalation"
             r"|\bcredentials? (were |was )?(exposed|leaked|stolen|committed))"
             r"|漏洞|泄露|泄漏|木马|注入|钓鱼|提权|后门|越权|恶意|攻击|勒索"
         ),
