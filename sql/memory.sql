@@ -1,6 +1,6 @@
 -- Memory service queries. Vectors are bound as pgvector values; every query is scoped by tenant.
--- Visibility (the `visible` fragment, repeated inline): shared memories are seen by the tenant, private
--- ones by their agent only, group ones by agents in that group.
+-- Visibility: shared memories are seen by the whole tenant, private ones by their agent only, group ones
+-- by agents in that group.
 
 -- name: nearest_same_type
 -- The nearest active memories of one type and scope: an exact content-hash match first, then HNSW.
@@ -29,10 +29,12 @@ GROUP BY id
 ORDER BY similarity DESC, id
 LIMIT :k
 
--- name: hybrid_search
--- Candidates from the HNSW index and from full text, fused:
--- score = relevance x tier boost x (1 - w + w x hotness), hotness = exp(-alpha x days since last hit),
--- relevance = (1 - ft_weight) x cosine + ft_weight x ts_rank_cd normalised to [0, 1).
+-- name: search_memories
+-- Hybrid search in one read-only statement:
+--   candidates: the HNSW index (cosine) and full text (a bounded pool of matches, ranked by ts_rank_cd);
+--   score = relevance x tier boost x (1 - w + w x hotness), hotness = exp(-alpha x days since last hit),
+--   relevance = (1 - ft_weight) x cosine + ft_weight x ts_rank_cd normalised to [0, 1).
+-- Search hits are recorded afterwards, off the request path (ultron/memory/hits.py).
 WITH vec AS (
     SELECT m.id
     FROM memories m
@@ -43,8 +45,8 @@ WITH vec AS (
            OR (m.scope = 'group' AND m.group_name = ANY(CAST(:groups AS text[]))))
     ORDER BY m.embedding <=> CAST(:embedding AS vector)
     LIMIT :candidates
-), fts AS (
-    SELECT m.id
+), fts_pool AS (
+    SELECT m.id, m.search_tsv
     FROM memories m
     WHERE CAST(:tsquery AS text) <> ''
       AND m.search_tsv @@ to_tsquery('simple', CAST(:tsquery AS text))
@@ -53,7 +55,11 @@ WITH vec AS (
       AND (m.scope = 'shared'
            OR (m.scope = 'private' AND m.agent_id = CAST(:agent_id AS uuid))
            OR (m.scope = 'group' AND m.group_name = ANY(CAST(:groups AS text[]))))
-    ORDER BY ts_rank_cd(m.search_tsv, to_tsquery('simple', CAST(:tsquery AS text)), 32) DESC
+    LIMIT :fts_pool
+), fts AS (
+    SELECT p.id
+    FROM fts_pool p
+    ORDER BY ts_rank_cd(p.search_tsv, to_tsquery('simple', CAST(:tsquery AS text)), 32) DESC
     LIMIT :candidates
 ), scored AS (
     SELECT m.id, m.tier,
@@ -74,37 +80,32 @@ WITH vec AS (
                AS tier_boost,
            exp(-:alpha * s.days_since_hit) AS hotness
     FROM scored s
+), top AS (
+    SELECT r.*, r.relevance * r.tier_boost * (1 - :decay_weight + :decay_weight * r.hotness) AS score
+    FROM ranked r
+    ORDER BY score DESC, r.id
+    LIMIT :limit
 )
-SELECT r.*, r.relevance * r.tier_boost * (1 - :decay_weight + :decay_weight * r.hotness) AS score
-FROM ranked r
-ORDER BY score DESC, r.id
-LIMIT :limit
+SELECT t.*, m.memory_type, m.content, m.context, m.resolution, m.tags, m.summary_l0, m.overview_l1,
+       m.status, m.scope, m.group_name, m.pinned, m.hit_count, m.last_hit_at, m.created_at, m.updated_at,
+       m.redacted_entities, a.name AS agent_name,
+       (SELECT count(*) FROM memory_contributions c WHERE c.memory_id = m.id) AS contributions
+FROM top t
+JOIN memories m ON m.id = t.id
+LEFT JOIN agents a ON a.id = m.agent_id
+ORDER BY t.score DESC, t.id
 
 -- name: record_hits
--- One use of each memory by one agent. A hit counts (raises hit_count by its weight) only if the same
--- agent has no counted hit of the same signal on that memory inside the window; every use is logged.
-WITH input AS (
-    SELECT DISTINCT unnest(CAST(:memory_ids AS uuid[])) AS memory_id
-), decided AS (
-    SELECT i.memory_id,
-           NOT EXISTS (
-               SELECT 1 FROM hit_events h
-               WHERE h.memory_id = i.memory_id
-                 AND h.agent_id IS NOT DISTINCT FROM CAST(:agent_id AS uuid)
-                 AND h.signal = :signal AND h.counted
-                 AND h.created_at > now() - make_interval(secs => :window_seconds)
-           ) AS counted
-    FROM input i
-    JOIN memories m ON m.id = i.memory_id AND m.tenant_id = :tenant_id
-), logged AS (
-    INSERT INTO hit_events (tenant_id, memory_id, agent_id, signal, weight, counted)
-    SELECT :tenant_id, memory_id, CAST(:agent_id AS uuid), :signal, :weight, counted FROM decided
-)
-UPDATE memories m
-SET hit_count = m.hit_count + :weight, last_hit_at = now()
-FROM decided d
-WHERE m.id = d.memory_id AND d.counted AND m.tenant_id = :tenant_id
-RETURNING m.id
+SELECT id FROM ultron_record_hits(:tenant_id, CAST(:agent_id AS uuid), CAST(:memory_ids AS uuid[]), :signal,
+                                  :weight, :window_seconds) AS id
+
+-- name: term_frequencies
+-- Share of memories holding each of the most common lexemes (collected by ANALYZE), and the row count.
+SELECT coalesce(s.most_common_elems::text::text[], '{}') AS terms,
+       coalesce(s.most_common_elem_freqs, '{}') AS freqs,
+       (SELECT greatest(c.reltuples, 0) FROM pg_class c WHERE c.oid = 'memories'::regclass) AS rows
+FROM (SELECT 1) one
+LEFT JOIN pg_stats s ON s.schemaname = current_schema() AND s.tablename = 'memories' AND s.attname = 'search_tsv'
 
 -- name: raw_knn
 -- The bare pgvector HNSW k-nearest-neighbour query: the benchmark's baseline.

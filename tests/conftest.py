@@ -19,7 +19,7 @@ from ultron.config import Settings
 TEMPLATE = "ultron_test_template"
 _counter = itertools.count()
 
-# pytest_plugins = ["tests.fakes.fixtures"]
+pytest_plugins = ["tests.fakes.fixtures"]
 
 
 def _libpq(url: str, database: str | None = None) -> str:
@@ -100,7 +100,7 @@ def make_hub(settings: Settings):  # type: ignore[no-untyped-def]
     opened: list[Hub] = []
 
     def _make(**overrides: object) -> Hub:
-        hub = Hub.open(settings.model_copy(update=overrides))
+        hub = Hub.open(Settings.model_validate({**settings.model_dump(), **overrides}))
         opened.append(hub)
         return hub
 

@@ -79,13 +79,19 @@ class Settings(BaseSettings):
     max_tags: int = Field(20, ge=1, le=200)
     memory_search_limit: int = Field(10, ge=1, le=200)
     search_candidates: int = Field(50, ge=5, le=1000, description="Candidates per leg before fusion")
-    hnsw_ef_search: int = Field(80, ge=10, le=1000)
+    hnsw_ef_search: int = Field(100, ge=10, le=1000, description="HNSW candidate list size per search")
     time_decay_weight: float = Field(0.1, ge=0, le=1)
     decay_alpha: float = Field(0.05, ge=0)
     tier_boost_hot: float = Field(1.2, gt=0)
     tier_boost_warm: float = Field(1.0, gt=0)
     tier_boost_cold: float = Field(0.8, gt=0)
     fulltext_weight: float = Field(0.3, ge=0, le=1, description="Share of full-text rank in relevance")
+    fulltext_pool: int = Field(
+        200, ge=20, le=100_000, description="Most full-text matches ranked per search; rarer terms only"
+    )
+    hit_flush_seconds: float = Field(
+        1.0, ge=0, description="How often buffered search hits are written (0: only on demand and at exit)"
+    )
     hit_window_hours: float = Field(
         24.0, ge=0, description="Repeated hits by one agent on one memory count once per window"
     )

@@ -10,7 +10,9 @@ from ultron.config import Settings
 from ultron.db.engine import Database, open_database
 from ultron.db.vectors import Profile, ensure_profile
 from ultron.memory import fulltext
-from ultron.memory.service import Embedder, MemoryService
+from ultron.memory.hits import HitBuffer
+from ultron.memory.service import MemoryService
+from ultron.providers.base import Embedder
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +89,11 @@ class Hub:
     memory: MemoryService = field(init=False)
 
     def __post_init__(self) -> None:
-        self.memory = MemoryService(self.settings, self.embedder, self.intelligence, self.redactor)
+        self.hits = HitBuffer(
+            self.db, self.settings.hit_window_hours * 3600.0, flush_seconds=self.settings.hit_flush_seconds
+        )
+        self.memory = MemoryService(self.settings, self.embedder, self.intelligence, self.redactor, self.hits)
+        self.hits.start()
 
     @classmethod
     def open(cls, settings: Settings, *, migrate: bool = True) -> Hub:
@@ -106,4 +112,5 @@ class Hub:
         return hub
 
     def close(self) -> None:
+        self.hits.stop()
         self.db.dispose()

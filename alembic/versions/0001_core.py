@@ -85,7 +85,8 @@ CREATE INDEX ix_memories_tenant_status_tier ON memories (tenant_id, status, tier
 CREATE INDEX ix_memories_tenant_type_status ON memories (tenant_id, memory_type, status);
 CREATE INDEX ix_memories_tenant_hash ON memories (tenant_id, content_hash);
 CREATE INDEX ix_memories_tenant_created ON memories (tenant_id, created_at);
-CREATE INDEX ix_memories_search_tsv ON memories USING gin (search_tsv);
+-- fastupdate off: a pending list would be scanned by every search until the next vacuum.
+CREATE INDEX ix_memories_search_tsv ON memories USING gin (search_tsv) WITH (fastupdate = off);
 
 CREATE TABLE memory_contributions (
     id bigserial PRIMARY KEY,
@@ -126,9 +127,38 @@ CREATE TABLE activity_events (
     created_at timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX ix_activity_tenant_kind_created ON activity_events (tenant_id, kind, created_at);
+
+-- One use of each memory by one agent. A hit counts (raises hit_count by its weight) only if the same
+-- agent has no counted hit of the same signal on that memory inside the window; every use is logged.
+-- Returns the ids whose hit_count rose.
+CREATE FUNCTION ultron_record_hits(
+    p_tenant uuid, p_agent uuid, p_ids uuid[], p_signal text, p_weight integer, p_window_seconds float8
+) RETURNS SETOF uuid LANGUAGE sql VOLATILE AS $$
+    WITH decided AS (
+        SELECT i.memory_id,
+               NOT EXISTS (
+                   SELECT 1 FROM hit_events h
+                   WHERE h.memory_id = i.memory_id
+                     AND h.agent_id IS NOT DISTINCT FROM p_agent
+                     AND h.signal = p_signal AND h.counted
+                     AND h.created_at > now() - make_interval(secs => p_window_seconds)
+               ) AS counted
+        FROM (SELECT DISTINCT unnest(p_ids) AS memory_id) i
+        JOIN memories m ON m.id = i.memory_id AND m.tenant_id = p_tenant
+    ), logged AS (
+        INSERT INTO hit_events (tenant_id, memory_id, agent_id, signal, weight, counted)
+        SELECT p_tenant, memory_id, p_agent, p_signal, p_weight, counted FROM decided
+    )
+    UPDATE memories m
+    SET hit_count = m.hit_count + p_weight, last_hit_at = now()
+    FROM decided d
+    WHERE m.id = d.memory_id AND d.counted AND m.tenant_id = p_tenant
+    RETURNING m.id
+$$;
 """
 
 DOWNGRADE = """
+DROP FUNCTION ultron_record_hits(uuid, uuid, uuid[], text, integer, float8);
 DROP TABLE activity_events;
 DROP TABLE hit_events;
 DROP TABLE memory_contributions;

@@ -160,6 +160,7 @@ def test_sdk_over_http_has_the_same_results_and_errors(hub, keys):
         results = client.search_memories("pandas module", detail_level="l1")
         assert results[0].record.id == rec.id and results[0].similarity_score > 0
         assert results[0].record.content == ""
+        hub.hits.flush()
         assert client.get_memory_details([rec.id])[0].hit_count == 3
         assert client.get_memory_stats().total == 1
         with pytest.raises(NotFound):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import time
 
 import pytest
 from sqlalchemy import text
@@ -28,7 +29,9 @@ def add(hub, content, context="", resolution=""):  # type: ignore[no-untyped-def
 
 def search(hub, query, **kw):  # type: ignore[no-untyped-def]
     with hub.db.session() as s:
-        return hub.memory.search(s, local_actor(s), query, **kw)
+        results = hub.memory.search(s, local_actor(s), query, **kw)
+    hub.hits.flush()  # search hits are written off the request path
+    return results
 
 
 def hit_count(hub, memory_id) -> int:  # type: ignore[no-untyped-def]
@@ -151,6 +154,7 @@ def test_one_agent_cannot_inflate_hits_by_repeating_itself(hub):
     for peer in others:
         peer.search("buildx cache export 403")
         peer.search("buildx cache export 403")
+    hub.hits.flush()
     assert hit_count(hub, rec.id) == 4
     with hub.db.session() as s:
         logged = s.execute(text("SELECT count(*), count(*) FILTER (WHERE counted) FROM hit_events")).one()
@@ -168,3 +172,34 @@ def test_archived_memories_leave_search(hub):
     rec = add(hub, "cargo build fails: linker cc not found")
     set_row(hub, rec.id, status="'archived'")
     assert search(hub, "cargo linker cc not found") == []
+
+
+def test_search_hits_are_written_by_the_background_flusher(make_hub):
+    hub = make_hub(hit_flush_seconds=0.05)
+    rec = add(hub, "vite dev server hot reload stops after renaming a folder")
+    with hub.db.session() as s:
+        hub.memory.search(s, local_actor(s), "vite hot reload renaming folder")
+    deadline = time.monotonic() + 10
+    while hit_count(hub, rec.id) == 0 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert hit_count(hub, rec.id) == 1
+    assert hub.hits.pending() == 0
+    with hub.db.session() as s:
+        kinds = s.execute(text("SELECT kind FROM activity_events ORDER BY id")).scalars().all()
+    assert kinds == ["upload", "search"]
+
+
+def test_buffered_search_hits_are_written_at_close(make_hub, settings):
+    hub = make_hub(hit_flush_seconds=0)
+    rec = add(hub, "sbt compile hangs resolving snapshots from a dead mirror")
+    with hub.db.session() as s:
+        hub.memory.search(s, local_actor(s), "sbt snapshots dead mirror")
+    assert hub.hits.pending() == 1
+    hub.close()
+    from ultron.hub import Hub
+
+    reopened = Hub.open(settings)
+    try:
+        assert hit_count(reopened, rec.id) == 1
+    finally:
+        reopened.close()

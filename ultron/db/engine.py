@@ -36,7 +36,9 @@ def _register_vector(dbapi_conn: object, _record: object) -> None:
 class Database:
     """One engine per process; sessions are scoped to a request or a worker job."""
 
-    def __init__(self, url: str, *, pool_size: int = 10, embedded_dir: Path | None = None):
+    def __init__(
+        self, url: str, *, pool_size: int = 10, embedded_dir: Path | None = None, ef_search: int = 100
+    ):
         self.url = _normalize_url(url)
         self.embedded_dir = embedded_dir
         self.engine: Engine = create_engine(
@@ -45,6 +47,8 @@ class Database:
             max_overflow=pool_size,
             pool_pre_ping=True,
             pool_recycle=1800,
+            # HNSW: look at more neighbours than the default 40 and keep scanning past filtered-out rows.
+            connect_args={"options": f"-c hnsw.ef_search={ef_search} -c hnsw.iterative_scan=relaxed_order"},
         )
         event.listen(self.engine, "connect", _register_vector)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
@@ -100,7 +104,9 @@ def ensure_vector_extension(engine: Engine, extension: str = "vector") -> None:
 def open_database(settings: Settings, *, migrate: bool = True) -> Database:
     """Connect (starting the embedded server if no URL is set), check pgvector, migrate to head."""
     url, embedded_dir = resolve_url(settings)
-    db = Database(url, pool_size=settings.db_pool_size, embedded_dir=embedded_dir)
+    db = Database(
+        url, pool_size=settings.db_pool_size, embedded_dir=embedded_dir, ef_search=settings.hnsw_ef_search
+    )
     try:
         ensure_vector_extension(db.engine)
         if migrate:

@@ -94,7 +94,12 @@ class Memory(Base):
         Index("ix_memories_tenant_type_status", "tenant_id", "memory_type", "status"),
         Index("ix_memories_tenant_hash", "tenant_id", "content_hash"),
         Index("ix_memories_tenant_created", "tenant_id", "created_at"),
-        Index("ix_memories_search_tsv", "search_tsv", postgresql_using="gin"),
+        Index(
+            "ix_memories_search_tsv",
+            "search_tsv",
+            postgresql_using="gin",
+            postgresql_with={"fastupdate": "off"},
+        ),
     )
 
     id: Mapped[uuid.UUID] = _uuid_pk()

@@ -9,6 +9,11 @@ from __future__ import annotations
 import logging
 import re
 import threading
+import time
+
+from sqlalchemy.orm import Session
+
+from ultron.db.queries import q
 
 _WORD = re.compile(r"[\w.+#-]+", re.UNICODE)
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
@@ -139,12 +144,40 @@ def index_text(*fields: str) -> str:
     return " ".join(t for f in fields if f for t in _terms(f, for_index=True))
 
 
-def query_text(query: str) -> str:
+def query_text(query: str, skip: frozenset[str] = frozenset()) -> str:
     """A to_tsquery('simple', ...) expression: the OR of the query's informative terms; '' if none."""
     seen: dict[str, None] = {}
     for term in _terms(query, for_index=False):
         term = term.strip(".+#-")
-        if term and term not in _STOPWORDS and (len(term) > 1 or _CJK.match(term)):
+        if term and term not in _STOPWORDS and term not in skip and (len(term) > 1 or _CJK.match(term)):
             seen.setdefault(term, None)
     terms = list(seen)[:_MAX_QUERY_TERMS]
     return " | ".join("'" + t.replace("'", "''").replace("\\", "") + "'" for t in terms)
+
+
+class CommonTerms:
+    """Terms too common to rank: each matches more memories than the full-text leg can afford to score.
+
+    The figures come from Postgres' own lexeme statistics for the tsvector column (collected by ANALYZE,
+    so autovacuum keeps them fresh); a common term carries little information anyway (its IDF is ~0).
+    """
+
+    def __init__(self, max_rows: int, ttl_seconds: float = 300.0):
+        self.max_rows = max_rows
+        self.ttl_seconds = ttl_seconds
+        self._lock = threading.Lock()
+        self._terms: frozenset[str] = frozenset()
+        self._loaded_at = float("-inf")
+
+    def get(self, session: Session) -> frozenset[str]:
+        if time.monotonic() - self._loaded_at < self.ttl_seconds:
+            return self._terms
+        row = session.execute(q("term_frequencies")).one()
+        rows = float(row.rows or 0)
+        terms = frozenset(t for t, f in zip(row.terms, row.freqs, strict=False) if f * rows > self.max_rows)
+        with self._lock:
+            self._terms, self._loaded_at = terms, time.monotonic()
+        return terms
+
+    def invalidate(self) -> None:
+        self._loaded_at = float("-inf")

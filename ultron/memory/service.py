@@ -24,6 +24,7 @@ from ultron.db.models import ActivityEvent, Agent, Memory, MemoryContribution
 from ultron.db.queries import q
 from ultron.errors import Forbidden, NotFound, ValidationFailed
 from ultron.memory import fulltext
+from ultron.memory.hits import HitBuffer, SearchUse
 from ultron.memory.schemas import (
     Contribution,
     MemoryPatch,
@@ -35,6 +36,7 @@ from ultron.memory.schemas import (
     UploadResult,
 )
 from ultron.memory.text import MEMORY_TYPES, embedding_text
+from ultron.providers.base import Embedder
 from ultron.tenancy import Actor
 
 log = logging.getLogger(__name__)
@@ -45,13 +47,6 @@ DEDUP_LOCK_NAMESPACE = 0x554C0001
 DEDUP_NEIGHBOURS = 3
 HIT_WEIGHTS = {"search": 1, "details": 2, "merge": 1}
 TEXT_FIELDS = ("content", "context", "resolution")
-
-
-class Embedder(Protocol):
-    model_name: str
-    dimension: int
-
-    def embed(self, texts: Sequence[str], *, kind: str = "document") -> list[list[float]]: ...
 
 
 class Intelligence(Protocol):
@@ -105,12 +100,16 @@ class MemoryService:
         embedder: Embedder,
         intelligence: Intelligence,
         redactor: Redactor | None = None,
+        hits: HitBuffer | None = None,
     ):
         self.settings = settings
+        # Search hits go through this buffer when given; without one they are written in the transaction.
+        self.hits = hits
         self.embedder = embedder
         self.intelligence = intelligence
         self.redactor = redactor
         self.hard_threshold, self.soft_threshold = settings.dedup_thresholds
+        self.common_terms = fulltext.CommonTerms(settings.fulltext_pool)
 
     # --- helpers -------------------------------------------------------------------------------
 
@@ -352,29 +351,62 @@ class MemoryService:
         if not 1 <= limit <= 200:
             raise ValidationFailed("limit must be between 1 and 200")
         vector = np.asarray(self.embedder.embed([query[:4000]], kind="query")[0], dtype=np.float32)
-        s = self.settings
+        st = self.settings
         rows = session.execute(
-            q("hybrid_search"),
+            q("search_memories"),
             {
                 "tenant_id": actor.tenant_id,
                 "agent_id": actor.agent_id,
                 "groups": list(actor.groups),
                 "tier": tier,
                 "embedding": vector,
-                "tsquery": fulltext.query_text(query[:4000]),
-                "candidates": max(s.search_candidates, limit),
-                "ft_weight": s.fulltext_weight,
-                "boost_hot": s.tier_boost_hot,
-                "boost_warm": s.tier_boost_warm,
-                "boost_cold": s.tier_boost_cold,
-                "alpha": s.decay_alpha,
-                "decay_weight": s.time_decay_weight,
+                "tsquery": fulltext.query_text(query[:4000], self.common_terms.get(session)),
+                "candidates": max(st.search_candidates, limit),
+                "fts_pool": st.fulltext_pool,
+                "ft_weight": st.fulltext_weight,
+                "boost_hot": st.tier_boost_hot,
+                "boost_warm": st.tier_boost_warm,
+                "boost_cold": st.tier_boost_cold,
+                "alpha": st.decay_alpha,
+                "decay_weight": st.time_decay_weight,
                 "limit": limit,
+                "window_seconds": st.hit_window_hours * 3600.0,
             },
         ).all()
-        records = self._records(session, [row.id for row in rows])
-        results = []
-        for row in rows:
+        results = [self._search_result(row, detail_level, explain) for row in rows]
+        use = SearchUse(actor.tenant_id, actor.agent_id, tuple(r.record.id for r in results))
+        if self.hits is not None:
+            self.hits.add(use)
+        else:
+            self.record_hits(session, actor, use.memory_ids, "search")
+            self._activity(session, actor, "search", None, {"results": len(results)})
+        return results
+
+    def _search_result(self, row: Any, detail_level: str, explain: bool) -> SearchResult:
+        record = MemoryRecord(
+            id=row.id,
+            memory_type=row.memory_type,
+            content=row.content,
+            context=row.context,
+            resolution=row.resolution,
+            tags=list(row.tags),
+            summary_l0=row.summary_l0,
+            overview_l1=row.overview_l1,
+            tier=row.tier,
+            status=row.status,
+            scope=row.scope,
+            group=row.group_name,
+            pinned=row.pinned,
+            hit_count=row.hit_count,
+            last_hit_at=row.last_hit_at,
+            created_at=row.created_at,
+            updated_at=row.updated_at,
+            agent=row.agent_name,
+            redacted_entities=dict(row.redacted_entities or {}),
+            contributions=int(row.contributions),
+        )
+        components = None
+        if explain:
             components = ScoreComponents(
                 vector_similarity=float(row.vector_similarity),
                 text_rank=float(row.text_rank),
@@ -382,22 +414,17 @@ class MemoryService:
                 tier_boost=float(row.tier_boost),
                 hotness=float(row.hotness),
                 days_since_hit=float(row.days_since_hit),
-                decay_weight=s.time_decay_weight,
+                decay_weight=self.settings.time_decay_weight,
                 from_vector=bool(row.from_vector),
                 from_text=bool(row.from_text),
                 score=float(row.score),
             )
-            results.append(
-                SearchResult(
-                    record=project(records[row.id], detail_level),
-                    similarity_score=float(row.relevance),
-                    score=float(row.score),
-                    explain=components if explain else None,
-                )
-            )
-        self.record_hits(session, actor, [r.record.id for r in results], "search")
-        self._activity(session, actor, "search", None, {"results": len(results)})
-        return results
+        return SearchResult(
+            record=project(record, detail_level),
+            similarity_score=float(row.relevance),
+            score=float(row.score),
+            explain=components,
+        )
 
     # --- reads ---------------------------------------------------------------------------------
 

@@ -1,0 +1,301 @@
+"""`ultron bench`: upload throughput and search latency at growing sizes, against raw pgvector kNN.
+
+The store is filled to each size with a bulk loader (COPY, then index, then ANALYZE); then, at that size,
+a probe of real uploads goes through the whole upload path (redact, type, summarize, embed, dedup under
+the advisory lock, insert) and a probe of searches goes through the whole search path (embed, hybrid
+SQL, fusion, hits). The same query vectors are then run as a bare HNSW `ORDER BY embedding <=> q LIMIT k`
+on the same pool: the baseline. Ratios, not absolute times, are the trustworthy figures on a noisy box.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from sqlalchemy import text
+
+from ultron.config import Settings
+from ultron.memory import fulltext
+from ultron.memory.schemas import UploadRequest
+from ultron.memory.service import content_hash
+from ultron.memory.text import MEMORY_TYPES, embedding_text
+
+SEARCH_LIMIT = 10
+FILL_BATCH = 5000
+_SYLLABLES = "ka lo mi ne ru ta po si ve du ja xo qi ze bu fa go hu wy ly".split()
+_TECH = """error timeout failed docker kubernetes python pip npm cache redis postgres index query deploy build
+memory leak thread lock deadlock retry network dns tls certificate config yaml json parser import module
+version upgrade rollback migration schema token auth permission denied disk space volume""".split()
+
+
+def _vocabulary(size: int, rng: random.Random) -> list[str]:
+    words = set(_TECH)
+    while len(words) < size:
+        words.add("".join(rng.choice(_SYLLABLES) for _ in range(rng.randint(2, 4))))
+    return sorted(words)
+
+
+class Corpus:
+    """Deterministic synthetic memories: Zipf-distributed words, so full text has common and rare terms."""
+
+    def __init__(self, seed: int = 7, vocabulary: int = 20_000):
+        self.rng = random.Random(seed)
+        self.words = _vocabulary(vocabulary, self.rng)
+        ranks = np.arange(1, len(self.words) + 1)
+        weights = 1.0 / ranks**1.07
+        self.cdf = np.cumsum(weights / weights.sum())
+
+    def _phrase(self, n: int) -> str:
+        picks = np.searchsorted(self.cdf, [self.rng.random() for _ in range(n)])
+        return " ".join(self.words[min(i, len(self.words) - 1)] for i in picks)
+
+    def memory(self) -> dict[str, str]:
+        return {"content": self._phrase(14), "context": self._phrase(8), "resolution": self._phrase(10)}
+
+    def query(self, fields: dict[str, str]) -> str:
+        words = fields["content"].split()
+        start = self.rng.randrange(0, max(1, len(words) - 5))
+        return " ".join(words[start : start + 5])
+
+
+@dataclass
+class Row:
+    size: int
+    fill_rate: float
+    upload_ms_p50: float
+    upload_ms_mean: float
+    uploads_per_s: float
+    search_ms_p50: float
+    search_ms_p95: float
+    knn_ms_p50: float
+    knn_ms_p95: float
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def _timed(fn: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    fn()
+    return (time.perf_counter() - start) * 1000.0
+
+
+def bulk_fill(hub, tenant_id: uuid.UUID, agent_id: uuid.UUID, corpus: Corpus, count: int) -> float:  # type: ignore[no-untyped-def]
+    """Insert `count` synthetic memories with binary COPY; drop and rebuild the HNSW index around it."""
+    from ultron.db.vectors import create_vector_index, drop_vector_index
+
+    start = time.perf_counter()
+    raw = hub.db.engine.raw_connection()
+    try:
+        conn = raw.driver_connection
+        with conn.transaction():
+            drop_vector_index(_SQLA(conn))
+            conn.execute(
+                "CREATE TEMP TABLE bench_fill (tenant_id uuid, agent_id uuid, memory_type text, "
+                "content text, context text, resolution text, summary_l0 text, overview_l1 text, "
+                "embedding vector, content_hash text, index_text text) ON COMMIT DROP"
+            )
+            done = 0
+            while done < count:
+                n = min(FILL_BATCH, count - done)
+                batch = [corpus.memory() for _ in range(n)]
+                vectors = hub.embedder.embed([embedding_text(**m) for m in batch])
+                with conn.cursor().copy("COPY bench_fill FROM STDIN WITH (FORMAT BINARY)") as copy:
+                    copy.set_types(
+                        [
+                            "uuid",
+                            "uuid",
+                            "text",
+                            "text",
+                            "text",
+                            "text",
+                            "text",
+                            "text",
+                            "vector",
+                            "text",
+                            "text",
+                        ]
+                    )
+                    for m, v in zip(batch, vectors, strict=True):
+                        copy.write_row(
+                            (
+                                tenant_id,
+                                agent_id,
+                                corpus.rng.choice(MEMORY_TYPES),
+                                m["content"],
+                                m["context"],
+                                m["resolution"],
+                                m["content"][:80],
+                                m["content"],
+                                np.asarray(v, dtype=np.float32),
+                                content_hash(**m),
+                                fulltext.index_text(*m.values()),
+                            )
+                        )
+                done += n
+                print(f"\r  filling: {done}/{count}", end="", file=sys.stderr)
+            print(file=sys.stderr)
+            conn.execute(
+                "INSERT INTO memories (tenant_id, agent_id, memory_type, content, context, resolution, "
+                "summary_l0, overview_l1, embedding, content_hash, search_tsv) "
+                "SELECT tenant_id, agent_id, memory_type, content, context, resolution, summary_l0, "
+                "overview_l1, embedding, content_hash, to_tsvector('simple', index_text) FROM bench_fill"
+            )
+            conn.execute("SET LOCAL maintenance_work_mem = '512MB'")
+            create_vector_index(_SQLA(conn))
+        conn.commit()
+        # What autovacuum would do next: flush the GIN pending list and refresh the statistics.
+        conn.autocommit = True
+        conn.execute("VACUUM ANALYZE memories")
+        conn.autocommit = False
+    finally:
+        raw.close()
+    return count / (time.perf_counter() - start)
+
+
+class _SQLA:
+    """Lets the helpers that take a SQLAlchemy connection run on the raw psycopg one."""
+
+    def __init__(self, conn):  # type: ignore[no-untyped-def]
+        self.conn = conn
+
+    def execute(self, clause, params=None):  # type: ignore[no-untyped-def]
+        return self.conn.execute(str(clause), params)
+
+
+def measure(hub, actor, corpus: Corpus, size: int, fill_rate: float, probes: int, queries: int) -> Row:  # type: ignore[no-untyped-def]
+    from ultron.db.queries import q
+
+    upload_ms = []
+    for _ in range(probes):
+        req = UploadRequest(**corpus.memory())
+
+        def one(req: UploadRequest = req) -> None:
+            with hub.db.session() as s:
+                hub.memory.upload(s, actor, req)
+
+        upload_ms.append(_timed(one))
+
+    samples = [corpus.memory() for _ in range(queries)]
+    texts = [corpus.query(m) for m in samples]
+    search_ms = []
+    for query in texts:
+
+        def search(query: str = query) -> None:
+            with hub.db.session() as s:
+                hub.memory.search(s, actor, query, limit=SEARCH_LIMIT)
+
+        search_ms.append(_timed(search))
+
+    knn_ms = []
+    for query in texts:
+        vector = np.asarray(hub.embedder.embed([query], kind="query")[0], dtype=np.float32)
+
+        def knn(vector: np.ndarray = vector) -> None:
+            with hub.db.session() as s:
+                s.execute(
+                    q("raw_knn"), {"tenant_id": actor.tenant_id, "embedding": vector, "k": SEARCH_LIMIT}
+                ).all()
+
+        knn_ms.append(_timed(knn))
+    mean_upload = statistics.fmean(upload_ms)
+    return Row(
+        size=size,
+        fill_rate=fill_rate,
+        upload_ms_p50=_pct(upload_ms, 0.5),
+        upload_ms_mean=mean_upload,
+        uploads_per_s=1000.0 / mean_upload,
+        search_ms_p50=_pct(search_ms, 0.5),
+        search_ms_p95=_pct(search_ms, 0.95),
+        knn_ms_p50=_pct(knn_ms, 0.5),
+        knn_ms_p95=_pct(knn_ms, 0.95),
+    )
+
+
+def report(rows: list[Row]) -> str:
+    lines = [
+        f"{'stored':>8} {'fill/s':>8} {'upload p50':>11} {'upload/s':>9} {'search p50':>11} "
+        f"{'search p95':>11} {'kNN p50':>8} {'kNN p95':>8} {'p95 ratio':>9}",
+    ]
+    for r in rows:
+        lines.append(
+            f"{r.size:>8} {r.fill_rate:>8.0f} {r.upload_ms_p50:>9.2f}ms {r.uploads_per_s:>9.1f} "
+            f"{r.search_ms_p50:>9.2f}ms {r.search_ms_p95:>9.2f}ms "
+            f"{r.knn_ms_p50:>6.2f}ms {r.knn_ms_p95:>6.2f}ms {r.search_ms_p95 / r.knn_ms_p95:>8.2f}x"
+        )
+    first, last = rows[0], rows[-1]
+    lines.append("")
+    lines.append(
+        f"search p95 / raw kNN p95 at {last.size}: {last.search_ms_p95 / last.knn_ms_p95:.2f}x (target <= 2x)"
+    )
+    lines.append(
+        f"upload cost at {last.size} / at {first.size} (mean latency): "
+        f"{last.upload_ms_mean / first.upload_ms_mean:.2f}x (target <= 1.5x)"
+    )
+    return "\n".join(lines)
+
+
+def _bench_settings(args: argparse.Namespace) -> Iterator[Settings]:
+    import psycopg
+    from sqlalchemy.engine import make_url
+
+    if args.database_url:
+        name = f"ultron_bench_{uuid.uuid4().hex[:8]}"
+        admin = make_url(args.database_url).set(drivername="postgresql").render_as_string(hide_password=False)
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f"CREATE DATABASE {name}")
+        try:
+            url = make_url(admin).set(database=name).render_as_string(hide_password=False)
+            yield Settings(database_url=url, embedding_provider="hash", embedding_dimension=args.dimension)
+        finally:
+            with psycopg.connect(admin, autocommit=True) as conn:
+                conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        return
+    data_dir = Path(tempfile.mkdtemp(prefix="ultron-bench-"))
+    data_dir.chmod(0o755)
+    yield Settings(data_dir=data_dir, embedding_provider="hash", embedding_dimension=args.dimension)
+
+
+def run_benchmark(args: argparse.Namespace) -> int:
+    from ultron.hub import Hub
+    from ultron.tenancy import local_actor
+
+    sizes = sorted(int(s) for s in args.sizes.split(","))
+    corpus = Corpus()
+    rows: list[Row] = []
+    for settings in _bench_settings(args):
+        hub = Hub.open(settings)
+        try:
+            with hub.db.session() as s:
+                actor = local_actor(s)
+            stored = 0
+            for size in sizes:
+                with hub.db.session() as s:
+                    stored = s.execute(text("SELECT count(*) FROM memories")).scalar_one()
+                print(f"size {size}:", file=sys.stderr)
+                rate = bulk_fill(hub, actor.tenant_id, actor.agent_id, corpus, max(0, size - stored))
+                rows.append(measure(hub, actor, corpus, size, rate, args.upload_probe, args.queries))
+                print(report(rows[-1:]).splitlines()[1], file=sys.stderr)
+        finally:
+            hub.close()
+            if not args.database_url:
+                import shutil
+
+                shutil.rmtree(settings.data_dir, ignore_errors=True)
+    print(
+        f"ultron bench: hash embedder ({args.dimension}-d), heuristic LLM, "
+        f"{args.upload_probe} uploads and {args.queries} searches per size, limit {SEARCH_LIMIT}"
+    )
+    print(report(rows))
+    return 0
