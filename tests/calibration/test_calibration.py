@@ -85,7 +85,7 @@ def test_format_mentions_thresholds_and_bands() -> None:
     pairs, cosines = tiny()
     report = cal.evaluate(pairs, cosines, hard=0.9, soft=0.8, judge=says_same)
     text = report.format()
-    assert "HARD 0.900" in text and "SOFT 0.800" in text
+    assert "HARD 0.9000" in text and "SOFT 0.8000" in text
     assert "merge" in text and "judge calls: 3" in text
     assert "Suggested" in text
     assert report.to_dict()["overall"]["tp"] == 2

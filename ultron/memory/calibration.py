@@ -241,7 +241,7 @@ class CalibrationReport:
             f"Dedup calibration: {self.overall.n} pairs"
             + (f", model {self.model_name}" if self.model_name else "")
             + f", judge {self.judge_name or 'none'}",
-            f"Thresholds: HARD {self.hard:.3f}  SOFT {self.soft:.3f}",
+            f"Thresholds: HARD {self.hard:.4f}  SOFT {self.soft:.4f}",
             "",
             f"{'subset':<10}{'pairs':>6}{'dup':>5}{'AUC':>7}{'prec':>7}{'recall':>8}{'F1':>7}"
             f"{'TP':>5}{'FP':>5}{'FN':>5}",
@@ -253,15 +253,15 @@ class CalibrationReport:
                 f"{name:<10}{x.n:>6}{x.tp + x.fn:>5}{auc_text(auc):>7}{x.precision:>7.3f}{x.recall:>8.3f}"
                 f"{x.f1:>7.3f}{x.tp:>5}{x.fp:>5}{x.fn:>5}"
             )
-        lines += ["", f"{'band':<28}{'duplicate':>10}{'distinct':>10}"]
+        lines += ["", f"{'band':<32}{'duplicate':>10}{'distinct':>10}"]
         labels = {
-            "merge": f"merge   (cos >= {self.hard:.3f})",
-            "judge": f"judge   ({self.soft:.3f} <= cos < {self.hard:.3f})",
-            "new": f"new     (cos < {self.soft:.3f})",
+            "merge": f"merge   (cos >= {self.hard:.4f})",
+            "judge": f"judge   ({self.soft:.4f} <= cos < {self.hard:.4f})",
+            "new": f"new     (cos < {self.soft:.4f})",
         }
         for band in BANDS:
             counts = self.bands.get(band, {})
-            lines.append(f"{labels[band]:<28}{counts.get('duplicate', 0):>10}{counts.get('distinct', 0):>10}")
+            lines.append(f"{labels[band]:<32}{counts.get('duplicate', 0):>10}{counts.get('distinct', 0):>10}")
         if self.judge_name:
             band_scores = [s for s in self.scores if s.judged_same is not None]
             right = sum(1 for s in band_scores if s.judged_same == (s.label == "duplicate"))
@@ -269,15 +269,21 @@ class CalibrationReport:
         if self.suggested:
             lines += [
                 "",
-                f"Suggested (all languages): HARD {self.suggested[0]:.3f}  SOFT {self.suggested[1]:.3f}",
+                f"Suggested (all languages): HARD {_floor5(self.suggested[0])}"
+                f"  SOFT {_floor5(self.suggested[1])}",
             ]
             for lang, (hard, soft) in sorted(self.suggested_by_lang.items()):
-                lines.append(f"  {lang:<8} HARD {hard:.3f}  SOFT {soft:.3f}")
+                lines.append(f"  {lang:<8} HARD {_floor5(hard)}  SOFT {_floor5(soft)}")
             lines.append(
                 f"  rule: HARD = lowest cosine with merge precision >= {HARD_TARGET_PRECISION:.2f} above it;"
                 " SOFT = best F1 with the judge in [SOFT, HARD)"
             )
         return "\n".join(lines)
+
+
+def _floor5(x: float) -> str:
+    """A suggested threshold for display, rounded down so that pasting it back keeps the pair it sits on."""
+    return f"{math.floor(x * 100_000) / 100_000:.5f}"
 
 
 # --- decision -----------------------------------------------------------------------------------------
