@@ -11,13 +11,15 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 EmbeddingProviderName = Literal["local", "hash", "dashscope", "openai"]
 LLMProviderName = Literal["heuristic", "dashscope", "openai"]
 
-# Calibrated on ultron/memory/data/dedup_calibration.jsonl (see docs/embeddings.md); the seed's
-# 0.85 / 0.75 were set for DashScope text-embedding-v4, whose cosines sit on a wider scale.
+# Calibrated on ultron/memory/data/dedup_calibration.jsonl with `ultron dedup-calibration` (see
+# docs/embeddings.md): HARD is the lowest cosine whose automatic merges stay >= 0.97 precise, SOFT the
+# lower edge of the judge band that maximises F1. The seed's 0.85 / 0.75 were set for DashScope
+# text-embedding-v4 and cannot be measured here.
 DEFAULT_DEDUP_THRESHOLDS: dict[str, tuple[float, float]] = {
     "dashscope": (0.85, 0.75),
     "openai": (0.85, 0.75),
-    "local": (0.93, 0.90),
-    "hash": (0.80, 0.55),
+    "local": (0.96437, 0.915),
+    "hash": (0.5914, 0.4206),
 }
 DEFAULT_CLUSTER_THRESHOLDS: dict[str, float] = {
     "dashscope": 0.75,
@@ -63,7 +65,9 @@ class Settings(BaseSettings):
     llm_max_input_tokens: int = Field(200_000, ge=1024, description="Largest prompt sent to the LLM")
     llm_prompt_reserve_tokens: int = Field(8192, ge=0, description="Tokens reserved for the reply")
     dashscope_api_key: SecretStr | None = Field(
-        None, validation_alias=AliasChoices("DASHSCOPE_API_KEY", "ULTRON_DASHSCOPE_API_KEY")
+        None,
+        validation_alias=AliasChoices("DASHSCOPE_API_KEY", "ULTRON_DASHSCOPE_API_KEY"),
+        description="DashScope key (read as-is, without the ULTRON_ prefix)",
     )
     dashscope_base_url: str | None = Field(None, description="DashScope HTTP API base URL override")
 
@@ -74,17 +78,21 @@ class Settings(BaseSettings):
     dedup_soft_threshold: float | None = Field(
         None, ge=0, le=1, description="Lower edge of the band where the judge decides (default: per model)"
     )
-    l0_max_tokens: int = Field(64, ge=8, le=1024)
-    l1_max_tokens: int = Field(256, ge=16, le=4096)
-    max_tags: int = Field(20, ge=1, le=200)
-    memory_search_limit: int = Field(10, ge=1, le=200)
-    search_candidates: int = Field(50, ge=5, le=1000, description="Candidates per leg before fusion")
+    l0_max_tokens: int = Field(64, ge=8, le=1024, description="Longest one-line summary (L0)")
+    l1_max_tokens: int = Field(256, ge=16, le=4096, description="Longest overview (L1)")
+    max_tags: int = Field(20, ge=1, le=200, description="Most tags a memory keeps")
+    memory_search_limit: int = Field(10, ge=1, le=200, description="Default number of search results")
+    search_candidates: int = Field(
+        50, ge=5, le=1000, description="Candidates per leg (vector, full text) before fusion"
+    )
     hnsw_ef_search: int = Field(100, ge=10, le=1000, description="HNSW candidate list size per search")
-    time_decay_weight: float = Field(0.1, ge=0, le=1)
-    decay_alpha: float = Field(0.05, ge=0)
-    tier_boost_hot: float = Field(1.2, gt=0)
-    tier_boost_warm: float = Field(1.0, gt=0)
-    tier_boost_cold: float = Field(0.8, gt=0)
+    time_decay_weight: float = Field(
+        0.1, ge=0, le=1, description="w in score = relevance x boost x (1 - w + w x hotness)"
+    )
+    decay_alpha: float = Field(0.05, ge=0, description="alpha in hotness = exp(-alpha x days since last hit)")
+    tier_boost_hot: float = Field(1.2, gt=0, description="Score multiplier of HOT memories")
+    tier_boost_warm: float = Field(1.0, gt=0, description="Score multiplier of WARM memories")
+    tier_boost_cold: float = Field(0.8, gt=0, description="Score multiplier of COLD memories")
     fulltext_weight: float = Field(0.3, ge=0, le=1, description="Share of full-text rank in relevance")
     fulltext_pool: int = Field(
         200, ge=20, le=100_000, description="Most full-text matches ranked per search; rarer terms only"
@@ -97,21 +105,27 @@ class Settings(BaseSettings):
     )
 
     # --- worker / tiers / clusters -------------------------------------------------------------
-    decay_interval_hours: float = Field(6.0, ge=0.01)
-    hot_percentile: float = Field(10.0, ge=0, le=100)
-    warm_percentile: float = Field(40.0, ge=0, le=100)
-    cold_ttl_days: int = Field(30, ge=0)
-    cluster_similarity_threshold: float | None = Field(None, ge=0, le=1)
-    crystallization_threshold: int = Field(5, ge=2)
-    recrystallization_delta: int = Field(3, ge=1)
-    trajectory_memory_threshold: float = Field(0.7, ge=0, le=1)
-    consolidate_enabled: bool = False
-    consolidate_max_merges: int = Field(50, ge=1)
+    decay_interval_hours: float = Field(6.0, ge=0.01, description="Worker cycle period")
+    hot_percentile: float = Field(10.0, ge=0, le=100, description="Top share of memories by hits that is HOT")
+    warm_percentile: float = Field(
+        40.0, ge=0, le=100, description="Next share that is WARM; the rest is COLD"
+    )
+    cold_ttl_days: int = Field(30, ge=0, description="COLD memories unused this long are archived (0: never)")
+    cluster_similarity_threshold: float | None = Field(
+        None, ge=0, le=1, description="Cosine to join a cluster (default: per model)"
+    )
+    crystallization_threshold: int = Field(5, ge=2, description="Members before a cluster becomes a skill")
+    recrystallization_delta: int = Field(3, ge=1, description="New members before a skill is revised")
+    trajectory_memory_threshold: float = Field(
+        0.7, ge=0, le=1, description="Segment score needed for extraction"
+    )
+    consolidate_enabled: bool = Field(False, description="Merge near-duplicates in the worker cycle")
+    consolidate_max_merges: int = Field(50, ge=1, description="Most consolidation merges per cycle")
 
     # --- privacy ---------------------------------------------------------------------------------
     redaction_enabled: bool = Field(True, description="Redact secrets and personal data before storage")
 
-    log_level: str = Field("INFO")
+    log_level: str = Field("INFO", description="DEBUG, INFO, WARNING or ERROR")
     log_json: bool = Field(False, description="Structured JSON logs")
 
     @field_validator("data_dir")
@@ -158,3 +172,40 @@ class Settings(BaseSettings):
             else:
                 out[name] = str(value) if isinstance(value, Path) else value
         return out
+
+
+def settings_reference() -> str:
+    """docs/configuration.md, generated from this class (a test keeps the file in step)."""
+    lines = [
+        "# Configuration reference",
+        "",
+        "Generated from `ultron.config.Settings` by `python -m ultron.config`; do not edit by hand.",
+        "Every option is an environment variable; the command line's options override them.",
+        "",
+        "| variable | default | description |",
+        "|---|---|---|",
+    ]
+    for name, info in Settings.model_fields.items():
+        alias = info.validation_alias
+        env = " / ".join(alias.choices) if isinstance(alias, AliasChoices) else f"ULTRON_{name.upper()}"  # type: ignore[arg-type]
+        default = info.default
+        shown = (
+            "(unset)"
+            if default is None
+            else (str(default) if not isinstance(default, bool) else str(default).lower())
+        )
+        lines.append(f"| `{env}` | `{shown}` | {info.description or ''} |")
+    lines += [
+        "",
+        "Per-model defaults (used when the dedup and cluster thresholds are unset):",
+        "",
+        "| embedding provider | dedup hard | dedup soft | cluster join |",
+        "|---|---|---|---|",
+    ]
+    for provider, (hard, soft) in DEFAULT_DEDUP_THRESHOLDS.items():
+        lines.append(f"| {provider} | {hard} | {soft} | {DEFAULT_CLUSTER_THRESHOLDS[provider]} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(settings_reference(), end="")

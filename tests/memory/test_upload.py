@@ -157,14 +157,19 @@ def test_empty_and_oversized_content_are_refused_and_nothing_stored(hub):
 
 
 def test_eight_agents_uploading_the_same_items_concurrently_leave_one_memory_each(hub):
-    items = [
-        UploadRequest(
-            content=f"Build step {i} fails: error E{i:03d} in module m{i}",
-            context=f"CI pipeline stage {i}",
-            resolution=f"pin dependency d{i} to a known good version",
-        )
-        for i in range(10)
+    lessons = [
+        ("pip install hangs resolving dependencies", "pin numpy below 2"),
+        ("docker build cannot reach the package mirror", "pass the proxy as a build arg"),
+        ("kubectl rollout stuck on a readiness probe", "raise the probe's initial delay"),
+        ("git push rejected: non-fast-forward", "rebase on the remote branch first"),
+        ("postgres deadlock between two migrations", "take the advisory lock before altering"),
+        ("node heap out of memory in webpack", "set max-old-space-size to 4096"),
+        ("TLS certificate expired on the staging ingress", "renew through cert-manager"),
+        ("redis evicts session keys under memory pressure", "use volatile-lru and a memory cap"),
+        ("cron job runs twice after daylight saving change", "schedule in UTC"),
+        ("S3 presigned URL returns SignatureDoesNotMatch", "sync the host clock with NTP"),
     ]
+    items = [UploadRequest(content=c, resolution=r) for c, r in lessons]
     backends = [LocalBackend(hub, agent=f"agent-{n}", owns_hub=False) for n in range(8)]
     barrier = threading.Barrier(len(backends))
     errors: list[BaseException] = []

@@ -11,7 +11,10 @@ import numpy as np
 from ultron.providers.base import EmbedKind, ProviderError, normalize_rows
 
 PROVIDER = "local"
-MODEL_NAME = "local:multilingual-e5-small-q4"
+# Memories and queries are both embedded with e5's "query: " prefix (its advice for symmetric tasks):
+# on the calibration set this lifts dedup ROC-AUC from 0.841 to 0.918 and retrieval MRR from 0.812 to
+# 0.877 over "passage: " documents (docs/embeddings.md). The name records the choice in the database.
+MODEL_NAME = "local:multilingual-e5-small-q4:query"
 DIMENSION = 384
 # Texts per engine call: big enough to keep its threads busy, small enough to bound one call's memory.
 BATCH_SIZE = 32
@@ -39,7 +42,7 @@ def _load_model() -> Any:
 
 
 class LocalEmbedder:
-    """E5 embeddings computed in-process; 'query: ' / 'passage: ' prefixes chosen by `kind`."""
+    """E5 embeddings computed in-process, every text with the 'query: ' prefix (see MODEL_NAME)."""
 
     model_name = MODEL_NAME
     dimension = DIMENSION
@@ -49,7 +52,7 @@ class LocalEmbedder:
         if not texts:
             return []
         model = _load_model()
-        encode = model.query if kind == "query" else model.passage
+        encode = model.query  # for both kinds: see MODEL_NAME
         rows: list[list[float]] = []
         for start in range(0, len(texts), BATCH_SIZE):
             with _engine_lock:
