@@ -1,0 +1,265 @@
+"""The redactor every memory, session and outbound prompt passes through before it is stored or sent."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import regex as re
+from presidio_analyzer import AnalyzerEngine, EntityRecognizer, RecognizerRegistry, RecognizerResult
+from presidio_analyzer.predefined_recognizers import SpacyRecognizer
+
+from ultron.privacy import validators
+from ultron.privacy.credentials import is_credential_key
+from ultron.privacy.entities import BUILTIN_ENTITIES, placeholder, rank
+from ultron.privacy.nlp import LANGUAGES, OfflineSpacyNlpEngine
+from ultron.privacy.policy import RedactionPolicy
+from ultron.privacy.recognizers import build_recognizers
+from ultron.privacy.spans import SpanRecognizer
+
+log = logging.getLogger(__name__)
+
+# Cheap pre-check: text none of these can match holds no entity, and Presidio is skipped. Each entry is a
+# superset of what its recognizers accept: a phone number has seven digits with at most one separator
+# between two of them (`+33 5 69 40 01 42`); cards, IBANs and id numbers have three digits in a row.
+_TRIGGERS = {
+    "EMAIL_ADDRESS": r"@",
+    "PHONE_NUMBER": r"\d(?:[ ().-]?\d){6}",
+    "CREDIT_CARD": r"\d{3}",
+    "IBAN_CODE": r"\d{3}",
+    "CN_RESIDENT_ID": r"\d{3}",
+    "IP_ADDRESS": r"\d\.\d|::|[0-9A-Fa-f]:[0-9A-Fa-f]",
+    "CRYPTO": r"bc1|[13][1-9A-HJ-NP-Za-km-z]{25}|0x[0-9a-fA-F]{40}",
+    "LLM_API_KEY": r"sk-|AIza|gsk_|hf_|xai-",
+    "GITHUB_TOKEN": r"gh[pousr]_|github_pat_",
+    "AWS_ACCESS_KEY": r"AKIA|ASIA|ABIA|ACCA",
+    "AWS_SECRET_KEY": r"(?i:secret)|AKIA|ASIA",
+    "REDACTED_TOKEN": r"(?i:bearer|basic|authorization)",
+    "REDACTED_CREDENTIAL": r"(?i:pass|pwd|pw|secret|token|key|credential|identified|://)|密码|口令|密钥|秘钥|私钥|令牌|-[pu]",
+    "PRIVATE_KEY": r"PRIVATE KEY",
+    "JWT": r"eyJ",
+    "DB_URL_PASSWORD": r"://",
+    "USER": r"/home/|/Users/|(?i:users)[\\/]",
+}
+_CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+@dataclass(frozen=True)
+class Redaction:
+    """Redacted text and how many of each entity type were replaced (never the values)."""
+
+    text: str
+    entities: dict[str, int]
+
+
+@dataclass(frozen=True)
+class Finding:
+    entity_type: str
+    start: int
+    end: int
+
+
+class Redactor:
+    """Presidio analyzer plus Ultron's recognizers; build once per process and share across threads."""
+
+    def __init__(self, policy: RedactionPolicy | None = None):
+        self.policy = policy or RedactionPolicy()
+        self._lock = threading.Lock()
+        self._engines: dict[str | None, tuple[AnalyzerEngine, frozenset[str]]] = {}
+        self._plans: dict[RedactionPolicy, _Plan] = {}
+        self._merged: dict[RedactionPolicy, RedactionPolicy] = {}
+        self._counts: Counter[str] = Counter()
+        self._counts_lock = threading.Lock()
+        self._plan(self.policy)
+        self.redact("warm-up: alice@example.com 13800138000 password=hunter2 /home/alice 中文")
+        self._counts.clear()
+
+    # --- public API -------------------------------------------------------------------------------------
+
+    def redact(self, text: str, policy: RedactionPolicy | None = None) -> Redaction:
+        findings = self.detect(text, policy)
+        if not findings:
+            return Redaction(text, {})
+        parts, pos = [], 0
+        for f in findings:
+            parts += [text[pos : f.start], placeholder(f.entity_type)]
+            pos = f.end
+        parts.append(text[pos:])
+        return Redaction("".join(parts), dict(Counter(f.entity_type for f in findings)))
+
+    def redact_fields(
+        self, fields: Mapping[str, str | None], policy: RedactionPolicy | None = None
+    ) -> tuple[dict[str, str | None], dict[str, int]]:
+        """Redact each field; counts are summed over the fields. None stays None."""
+        out: dict[str, str | None] = {}
+        total: Counter[str] = Counter()
+        for name, value in fields.items():
+            if value is None:
+                out[name] = None
+                continue
+            result = self.redact(value, policy)
+            out[name] = result.text
+            total.update(result.entities)
+        return out, dict(total)
+
+    def redact_json(self, value: Any, policy: RedactionPolicy | None = None) -> tuple[Any, dict[str, int]]:
+        """Redact every string in nested dicts and lists (session messages, tool calls). Keys are kept; the
+        value of a credential-named key (`"password": "…"`) is redacted whole even with nothing else in it."""
+        total: Counter[str] = Counter()
+        return self._walk(value, self._effective(policy), total, key=None), dict(total)
+
+    def detect(self, text: str, policy: RedactionPolicy | None = None) -> list[Finding]:
+        """Non-overlapping findings in text order; what `redact` replaces."""
+        plan = self._plan(self._effective(policy))
+        language = "zh" if _is_chinese(text) else "en"
+        if not text or not plan.entities[language] or not plan.trigger.search(text):
+            self._count({"calls": 1, "chars": len(text), "fast_path": 1})
+            return []
+        results = plan.engine.analyze(
+            text=text,
+            language=language,
+            entities=plan.entities[language],
+            allow_list=list(plan.policy.allow_list) or None,
+            ad_hoc_recognizers=plan.extra[language] or None,
+        )
+        findings = _resolve(results)
+        self._count(Counter(calls=1, chars=len(text)) + Counter(f.entity_type for f in findings))
+        return findings
+
+    def stats(self) -> dict[str, int]:
+        """Calls, characters, fast-path calls and per-entity counts since construction."""
+        with self._counts_lock:
+            return dict(self._counts)
+
+    def _count(self, counts: Mapping[str, int]) -> None:
+        with self._counts_lock:
+            self._counts.update(counts)
+
+    # --- internals --------------------------------------------------------------------------------------
+
+    def _effective(self, policy: RedactionPolicy | None) -> RedactionPolicy:
+        """The global policy, or a tenant's merged over it (cached: tenants are few, calls many)."""
+        if policy is None:
+            return self.policy
+        merged = self._merged.get(policy)
+        if merged is None:
+            merged = self._merged[policy] = self.policy.merged(policy)
+        return merged
+
+    def _walk(self, value: Any, policy: RedactionPolicy, total: Counter[str], key: str | None) -> Any:
+        if isinstance(value, str):
+            result = self.redact(value, policy)
+            if not result.entities and key is not None and _credential_value(key, value, policy):
+                total["REDACTED_CREDENTIAL"] += 1
+                return placeholder("REDACTED_CREDENTIAL")
+            total.update(result.entities)
+            return result.text
+        if isinstance(value, Mapping):
+            return {
+                k: self._walk(v, policy, total, key=k if isinstance(k, str) else None)
+                for k, v in value.items()
+            }
+        if isinstance(value, list | tuple):
+            items = [self._walk(v, policy, total, key=None) for v in value]
+            return type(value)(items) if isinstance(value, tuple) else items
+        return value
+
+    def _plan(self, policy: RedactionPolicy) -> _Plan:
+        plan = self._plans.get(policy)
+        if plan is None:
+            with self._lock:
+                plan = self._plans.get(policy)
+                if plan is None:
+                    plan = self._build_plan(policy)
+                    self._plans[policy] = plan
+        return plan
+
+    def _build_plan(self, policy: RedactionPolicy) -> _Plan:
+        engine, person_languages = self._engine(policy.spacy_model)
+        extra_names = {name for name, _ in policy.extra_patterns}
+        entities, extra = {}, {}
+        for lang in LANGUAGES:
+            builtin = BUILTIN_ENTITIES - {"PERSON"} | ({"PERSON"} if lang in person_languages else set())
+            entities[lang] = sorted(e for e in builtin | extra_names if policy.enabled(e))
+            extra[lang] = [
+                SpanRecognizer(name, (regex,), lang, flags=re.MULTILINE)
+                for name, regex in policy.extra_patterns
+                if policy.enabled(name)
+            ]
+        triggers = [_TRIGGERS[e] for e in sorted(_TRIGGERS) if policy.enabled(e)]
+        triggers += [f"(?:{regex})" for name, regex in policy.extra_patterns if policy.enabled(name)]
+        if person_languages and policy.enabled("PERSON"):
+            triggers = [r"[\s\S]"]  # a NER model has no cheap pre-check
+        trigger = re.compile("|".join(triggers) or r"(?!)", re.MULTILINE)
+        return _Plan(policy, engine, entities, extra, trigger)
+
+    def _engine(self, model: str | None) -> tuple[AnalyzerEngine, frozenset[str]]:
+        if model not in self._engines:
+            nlp = OfflineSpacyNlpEngine(model)
+            nlp.load()
+            registry = RecognizerRegistry(supported_languages=list(LANGUAGES))
+            for lang in LANGUAGES:
+                for recognizer in build_recognizers(lang):
+                    registry.add_recognizer(recognizer)
+            for lang in nlp.person_languages:
+                registry.add_recognizer(
+                    SpacyRecognizer(supported_language=lang, supported_entities=["PERSON"])
+                )
+            engine = AnalyzerEngine(registry=registry, nlp_engine=nlp, supported_languages=list(LANGUAGES))
+            self._engines[model] = (engine, nlp.person_languages)
+        return self._engines[model]
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """Everything one policy needs at call time, computed once."""
+
+    policy: RedactionPolicy
+    engine: AnalyzerEngine
+    entities: dict[str, list[str]]
+    extra: dict[str, list[EntityRecognizer]]
+    trigger: re.Pattern
+
+
+def _is_chinese(text: str) -> bool:
+    """Chinese when at least one character in ten is a CJK ideograph; it picks the spaCy pipeline."""
+    return len(_CJK.findall(text)) * 10 >= len(text.strip())
+
+
+def _resolve(results: list[RecognizerResult]) -> list[Finding]:
+    """Keep non-overlapping findings: lower rank first (specific formats beat generic context beat shapes),
+    then the longer span, then the earlier one."""
+    ordered = sorted(results, key=lambda r: (rank(r.entity_type), -(r.end - r.start), r.start))
+    taken: list[Finding] = []
+    for r in ordered:
+        if r.end > r.start and all(r.end <= f.start or r.start >= f.end for f in taken):
+            taken.append(Finding(r.entity_type, r.start, r.end))
+    return sorted(taken, key=lambda f: f.start)
+
+
+def _credential_value(key: str, value: str, policy: RedactionPolicy) -> bool:
+    return (
+        policy.enabled("REDACTED_CREDENTIAL")
+        and is_credential_key(key)
+        and value not in policy.allow_list
+        and not validators.is_placeholder_value(value)
+        and not validators.is_path_like(value)
+    )
+
+
+_default: Redactor | None = None
+_default_lock = threading.Lock()
+
+
+def get_default_redactor() -> Redactor:
+    """The process-wide redactor with the default policy, built on first use."""
+    global _default
+    if _default is None:
+        with _default_lock:
+            if _default is None:
+                _default = Redactor()
+    return _default
