@@ -6,6 +6,7 @@ import argparse
 import json
 import logging
 import os
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -74,10 +75,20 @@ def cmd_serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         app = create_app(hub, allow_open=loopback)
+        # uvicorn shuts down gracefully on SIGTERM, then re-raises the signal to the handler it found:
+        # make that handler a normal exit, so the finally below releases the hub (flushes buffered
+        # hits, stops the embedded server if this was its last user) and the exit status is 0.
+        signal.signal(signal.SIGTERM, _exit_on_signal)
         uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level.lower())
+    except SystemExit as exc:
+        return int(exc.code or 0)
     finally:
         hub.close()
     return 0
+
+
+def _exit_on_signal(signum: int, _frame: object) -> None:
+    raise SystemExit(0)
 
 
 # --- agents --------------------------------------------------------------------------------------

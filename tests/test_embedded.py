@@ -1,0 +1,115 @@
+"""The embedded default, as a user runs it: `ultron serve` on a data dir, the CLI beside it, restarts."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import psutil
+import pytest
+
+pytestmark = pytest.mark.slow
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _env(data_dir: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ULTRON_")}
+    env.update(
+        ULTRON_DATA_DIR=str(data_dir), ULTRON_EMBEDDING_PROVIDER="hash", ULTRON_REDACTION_ENABLED="false"
+    )
+    return env
+
+
+def _cli(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "ultron.cli", *args],
+        env=_env(data_dir),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+def _postmasters(data_dir: Path) -> list[psutil.Process]:
+    pgdata = str((data_dir / "pgdata").resolve())
+    found = []
+    for p in psutil.process_iter(attrs=("name", "cmdline")):
+        cmd = p.info["cmdline"] or []
+        if p.info["name"] == "postgres" and pgdata in cmd:
+            found.append(p)
+    return found
+
+
+def _serve(data_dir: Path, port: int) -> subprocess.Popen[str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ultron.cli", "serve", "--port", str(port)],
+        env=_env(data_dir),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
+                return proc
+        except httpx.HTTPError:
+            time.sleep(0.2)
+        assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
+    proc.kill()
+    raise AssertionError("ultron serve did not become healthy")
+
+
+def _stop(proc: subprocess.Popen[str]) -> str:
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0, out
+    return out
+
+
+def test_serve_cli_alongside_restart_and_clean_stop(tmp_path):
+    data_dir = tmp_path / "ultron-home"
+    port = _free_port()
+    hub = _serve(data_dir, port)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        created = httpx.post(
+            f"{base}/memories/upload", json={"content": "uv lock fails behind a proxy"}, timeout=30
+        )
+        assert created.status_code == 201, created.text
+        # The CLI shares the running hub's embedded server (same data dir), while it runs.
+        out = _cli(
+            data_dir, "memory", "upload", "--content", "gradle wrapper download blocked by the firewall"
+        )
+        assert json.loads(out.stdout)["decision"] == "created"
+        assert httpx.get(f"{base}/memories/stats", timeout=30).json()["total"] == 2
+        assert len(_postmasters(data_dir)) == 1
+    finally:
+        log = _stop(hub)
+    assert "runs OPEN on loopback" in log
+    deadline = time.monotonic() + 30
+    while _postmasters(data_dir) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _postmasters(data_dir) == []  # the last holder stopped the server
+
+    # The data outlives the server: a new hub on the same dir finds both memories.
+    hub = _serve(data_dir, port)
+    try:
+        stats = httpx.get(f"http://127.0.0.1:{port}/memories/stats", timeout=30).json()
+        assert stats["total"] == 2
+    finally:
+        _stop(hub)
