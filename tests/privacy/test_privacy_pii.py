@@ -94,6 +94,7 @@ def test_service_accounts_are_not_people(redact):
         "ssh deploy@bastion.acme.io and git@github.com:acme/hub.git",
         "SENTRY_DSN=https://9f8e7d6c5b4a39281706f5e4d3c2b1a0@o12345.ingest.sentry.io/678901",
         "2024-06-12 10:15:30,123 took 1532 ms; build-20240612-1530; v1.2.3",
+        '"GET /api/v1/memories?limit=12 HTTP/1.1" 429 7631 "-" rt=0.094',  # status and size, not a phone
     ],
 )
 def test_technical_numbers_and_failed_checksums_survive(redact, text):
