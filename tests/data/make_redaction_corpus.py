@@ -1237,6 +1237,25 @@ HANDWRITTEN: list[tuple[str, str, str, list[tuple[str, str]]]] = [
         "New IBAN for the contractor: NL91 ABNA 0417 1643 00, old one is closed.",
         [("IBAN_CODE", "NL91 ABNA 0417 1643 00")],
     ),
+    # Added after the first run, for gaps found while documenting: service tokens with no key beside them.
+    (
+        "en",
+        "chat",
+        "the bot stopped posting; the token in the old runbook was xoxb-8837120044-5512093388-Zk2mP9qT4vXw7yB1cD3eF5gH, is it revoked?",
+        [("REDACTED_CREDENTIAL", "xoxb-8837120044-5512093388-Zk2mP9qT4vXw7yB1cD3eF5gH")],
+    ),
+    (
+        "zh",
+        "chat",
+        "GitLab 上那个 glpat-Xy3kLm9PqRsT7uVwZa1B 还能用吗？CI 一直 403",
+        [("REDACTED_CREDENTIAL", "glpat-Xy3kLm9PqRsT7uVwZa1B")],
+    ),
+    (
+        "en",
+        "code",
+        'session = requests.Session()\nsession.auth = ("ops", "correcthorse")\nsession.get(f"{base}/health")',
+        [("REDACTED_CREDENTIAL", "correcthorse")],
+    ),
     # clean
     (
         "en",

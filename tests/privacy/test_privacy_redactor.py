@@ -130,3 +130,21 @@ def test_stats_count_entities():
 
 def test_default_redactor_is_built_once():
     assert get_default_redactor() is get_default_redactor()
+
+
+def test_fast_path_never_hides_a_finding(redactor, monkeypatch):
+    from ultron.privacy import redactor as module
+
+    monkeypatch.setattr(module, "_TRIGGERS", {name: r"[\s\S]" for name in module._TRIGGERS})
+    always_slow = Redactor()
+    texts = _corpus_texts() + [
+        'requests.get(url, auth=("admin", "letmein"))',
+        "machine api.example.com login bob password letmeinplease!",
+        "number +33 5 69 40 01 42",
+        "xoxb-8837120044-5512093388-Zk2mP9qT4vXw7yB1cD3eF5gH",
+        "ssh alice@bastion; /home/alice",
+        "mysql -uroot -pletmein",
+        "密码：abcdefgh",
+    ]
+    for text in texts:
+        assert redactor.detect(text) == always_slow.detect(text), text

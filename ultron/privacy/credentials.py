@@ -54,6 +54,14 @@ class CredentialRecognizer(LocalRecognizer):
             FLAGS,
         ),
     )
+    # Service tokens whose prefix says what they are, found without any key next to them: Slack, Stripe,
+    # GitLab, npm, PyPI, Shopify, SendGrid, Google OAuth access tokens.
+    _PREFIXED = re.compile(
+        r"(?<![A-Za-z0-9_-])(?:xox[abposr]-[A-Za-z0-9-]{10,}|(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"
+        r"|glpat-[A-Za-z0-9_-]{20,}|npm_[A-Za-z0-9]{36}|pypi-AgE[A-Za-z0-9_-]{50,}|shpat_[a-fA-F0-9]{32}"
+        r"|SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}|ya29\.[A-Za-z0-9_-]{20,})",
+        FLAGS,
+    )
     # .netrc and friends: `machine host login alice password s3cret`, or `password s3cret` opening a line.
     _NETRC = re.compile(
         r"(?:^[ \t]*|\blogin[ \t]+\S+[ \t]+)password[ \t]+(?P<value>[^\s\"'`]+)", FLAGS | re.IGNORECASE
@@ -108,6 +116,7 @@ class CredentialRecognizer(LocalRecognizer):
                 yield m.span("value")
 
     def _others(self, text: str) -> Iterable[tuple[int, int]]:
+        yield from (m.span() for m in self._PREFIXED.finditer(text))
         for pattern in self._SPECIAL:
             for m in pattern.finditer(text):
                 if not v.is_placeholder_value(m["value"]):

@@ -15,7 +15,7 @@ from presidio_analyzer.predefined_recognizers import SpacyRecognizer
 
 from ultron.privacy import validators
 from ultron.privacy.credentials import is_credential_key
-from ultron.privacy.entities import BUILTIN_ENTITIES, placeholder, rank
+from ultron.privacy.entities import BUILTIN_ENTITIES, placeholder, rank, tie_break
 from ultron.privacy.nlp import LANGUAGES, OfflineSpacyNlpEngine
 from ultron.privacy.policy import RedactionPolicy
 from ultron.privacy.recognizers import build_recognizers
@@ -39,7 +39,10 @@ _TRIGGERS = {
     "AWS_ACCESS_KEY": r"AKIA|ASIA|ABIA|ACCA",
     "AWS_SECRET_KEY": r"(?i:secret)|AKIA|ASIA",
     "REDACTED_TOKEN": r"(?i:bearer|basic|authorization)",
-    "REDACTED_CREDENTIAL": r"(?i:pass|pwd|pw|secret|token|key|credential|identified|://)|密码|口令|密钥|秘钥|私钥|令牌|-[pu]",
+    "REDACTED_CREDENTIAL": (
+        r"(?i:pass|pwd|pw|secret|token|key|credential|identified|auth|://)|密码|口令|密钥|秘钥|私钥|令牌|-[pu]"
+        r"|xox|[sr]k_|glpat-|npm_|pypi-|shpat_|SG\.|ya29\."
+    ),
     "PRIVATE_KEY": r"PRIVATE KEY",
     "JWT": r"eyJ",
     "DB_URL_PASSWORD": r"://",
@@ -232,8 +235,10 @@ def _is_chinese(text: str) -> bool:
 
 def _resolve(results: list[RecognizerResult]) -> list[Finding]:
     """Keep non-overlapping findings: lower rank first (specific formats beat generic context beat shapes),
-    then the longer span, then the earlier one."""
-    ordered = sorted(results, key=lambda r: (rank(r.entity_type), -(r.end - r.start), r.start))
+    then the longer span, then the type order, then the earlier span."""
+    ordered = sorted(
+        results, key=lambda r: (rank(r.entity_type), -(r.end - r.start), tie_break(r.entity_type), r.start)
+    )
     taken: list[Finding] = []
     for r in ordered:
         if r.end > r.start and all(r.end <= f.start or r.start >= f.end for f in taken):
