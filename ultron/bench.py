@@ -11,17 +11,21 @@ from __future__ import annotations
 
 import argparse
 import random
+import shutil
 import statistics
 import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
-from sqlalchemy import text
+import psycopg
+from sqlalchemy.engine import make_url
 
 from ultron.config import Settings
 from ultron.memory import fulltext
@@ -30,6 +34,9 @@ from ultron.memory.service import content_hash
 from ultron.memory.text import MEMORY_TYPES, embedding_text
 
 SEARCH_LIMIT = 10
+# Word-frequency skew of the synthetic corpus: realistic enough that full text meets common and rare
+# terms, flat enough that two random memories are not near-duplicates under the hash thresholds.
+ZIPF_EXPONENT = 0.8
 FILL_BATCH = 5000
 _SYLLABLES = "ka lo mi ne ru ta po si ve du ja xo qi ze bu fa go hu wy ly".split()
 _TECH = """error timeout failed docker kubernetes python pip npm cache redis postgres index query deploy build
@@ -51,7 +58,7 @@ class Corpus:
         self.rng = random.Random(seed)
         self.words = _vocabulary(vocabulary, self.rng)
         ranks = np.arange(1, len(self.words) + 1)
-        weights = 1.0 / ranks**1.07
+        weights = 1.0 / ranks**ZIPF_EXPONENT
         self.cdf = np.cumsum(weights / weights.sum())
 
     def _phrase(self, n: int) -> str:
@@ -83,12 +90,6 @@ class Row:
 def _pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
-
-
-def _timed(fn: Callable[[], object]) -> float:
-    start = time.perf_counter()
-    fn()
-    return (time.perf_counter() - start) * 1000.0
 
 
 def bulk_fill(hub, tenant_id: uuid.UUID, agent_id: uuid.UUID, corpus: Corpus, count: int) -> float:  # type: ignore[no-untyped-def]
@@ -174,53 +175,69 @@ class _SQLA:
         return self.conn.execute(str(clause), params)
 
 
-def measure(hub, actor, corpus: Corpus, size: int, fill_rate: float, probes: int, queries: int) -> Row:  # type: ignore[no-untyped-def]
-    from ultron.db.queries import q
+@dataclass
+class Probe:
+    """One database filled to one size, and what was measured on it."""
 
-    upload_ms = []
-    for _ in range(probes):
-        req = UploadRequest(**corpus.memory())
+    size: int
+    hub: Any
+    actor: Any
+    fill_rate: float = 0.0
+    upload_ms: list[float] = field(default_factory=list)
+    search_ms: list[float] = field(default_factory=list)
+    knn_ms: list[float] = field(default_factory=list)
+    decisions: dict[str, int] = field(default_factory=dict)
 
-        def one(req: UploadRequest = req) -> None:
-            with hub.db.session() as s:
-                hub.memory.upload(s, actor, req)
+    def upload(self, req: UploadRequest) -> None:
+        start = time.perf_counter()
+        with self.hub.db.session() as s:
+            decision = self.hub.memory.upload(s, self.actor, req).decision
+        self.upload_ms.append((time.perf_counter() - start) * 1000.0)
+        self.decisions[decision] = self.decisions.get(decision, 0) + 1
 
-        upload_ms.append(_timed(one))
+    def search(self, query: str) -> None:
+        start = time.perf_counter()
+        with self.hub.db.session() as s:
+            self.hub.memory.search(s, self.actor, query, limit=SEARCH_LIMIT)
+        self.search_ms.append((time.perf_counter() - start) * 1000.0)
 
-    samples = [corpus.memory() for _ in range(queries)]
-    texts = [corpus.query(m) for m in samples]
-    search_ms = []
-    for query in texts:
+    def knn(self, query: str) -> None:
+        from ultron.db.queries import q
 
-        def search(query: str = query) -> None:
-            with hub.db.session() as s:
-                hub.memory.search(s, actor, query, limit=SEARCH_LIMIT)
+        start = time.perf_counter()
+        vector = np.asarray(self.hub.embedder.embed([query], kind="query")[0], dtype=np.float32)
+        with self.hub.db.session() as s:
+            params = {"tenant_id": self.actor.tenant_id, "embedding": vector, "k": SEARCH_LIMIT}
+            s.execute(q("raw_knn"), params).all()
+        self.knn_ms.append((time.perf_counter() - start) * 1000.0)
 
-        search_ms.append(_timed(search))
+    def row(self) -> Row:
+        mean_upload = statistics.fmean(self.upload_ms)
+        return Row(
+            size=self.size,
+            fill_rate=self.fill_rate,
+            upload_ms_p50=_pct(self.upload_ms, 0.5),
+            upload_ms_mean=mean_upload,
+            uploads_per_s=1000.0 / mean_upload,
+            search_ms_p50=_pct(self.search_ms, 0.5),
+            search_ms_p95=_pct(self.search_ms, 0.95),
+            knn_ms_p50=_pct(self.knn_ms, 0.5),
+            knn_ms_p95=_pct(self.knn_ms, 0.95),
+        )
 
-    knn_ms = []
-    for query in texts:
-        vector = np.asarray(hub.embedder.embed([query], kind="query")[0], dtype=np.float32)
 
-        def knn(vector: np.ndarray = vector) -> None:
-            with hub.db.session() as s:
-                s.execute(
-                    q("raw_knn"), {"tenant_id": actor.tenant_id, "embedding": vector, "k": SEARCH_LIMIT}
-                ).all()
-
-        knn_ms.append(_timed(knn))
-    mean_upload = statistics.fmean(upload_ms)
-    return Row(
-        size=size,
-        fill_rate=fill_rate,
-        upload_ms_p50=_pct(upload_ms, 0.5),
-        upload_ms_mean=mean_upload,
-        uploads_per_s=1000.0 / mean_upload,
-        search_ms_p50=_pct(search_ms, 0.5),
-        search_ms_p95=_pct(search_ms, 0.95),
-        knn_ms_p50=_pct(knn_ms, 0.5),
-        knn_ms_p95=_pct(knn_ms, 0.95),
-    )
+def measure(probes: list[Probe], corpus: Corpus, uploads: int, queries: int) -> None:
+    """Interleave every measurement across the sizes (and search with kNN), so that a noisy machine's
+    load drifts over all of them alike and the ratios stay meaningful."""
+    for _ in range(uploads):
+        fields = corpus.memory()
+        for p in probes:
+            p.upload(UploadRequest(**fields))
+    for _ in range(queries):
+        query = corpus.query(corpus.memory())
+        for p in probes:
+            p.search(query)
+            p.knn(query)
 
 
 def report(rows: list[Row]) -> str:
@@ -246,25 +263,28 @@ def report(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
-def _bench_settings(args: argparse.Namespace) -> Iterator[Settings]:
-    import psycopg
-    from sqlalchemy.engine import make_url
-
-    if args.database_url:
-        name = f"ultron_bench_{uuid.uuid4().hex[:8]}"
-        admin = make_url(args.database_url).set(drivername="postgresql").render_as_string(hide_password=False)
-        with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute(f"CREATE DATABASE {name}")
-        try:
-            url = make_url(admin).set(database=name).render_as_string(hide_password=False)
-            yield Settings(database_url=url, embedding_provider="hash", embedding_dimension=args.dimension)
-        finally:
-            with psycopg.connect(admin, autocommit=True) as conn:
-                conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+@contextmanager
+def _server(database_url: str | None) -> Iterator[str]:
+    """A Postgres server URL to create the benchmark databases on: the given one or a fresh embedded one."""
+    if database_url:
+        yield database_url
         return
+    from ultron.db.embedded import start_embedded, stop_embedded
+
     data_dir = Path(tempfile.mkdtemp(prefix="ultron-bench-"))
     data_dir.chmod(0o755)
-    yield Settings(data_dir=data_dir, embedding_provider="hash", embedding_dimension=args.dimension)
+    try:
+        yield start_embedded(data_dir)
+    finally:
+        stop_embedded(data_dir)
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def _admin_url(url: str, database: str | None = None) -> str:
+    u = make_url(url).set(drivername="postgresql")
+    if database:
+        u = u.set(database=database)
+    return u.render_as_string(hide_password=False)
 
 
 def run_benchmark(args: argparse.Namespace) -> int:
@@ -273,29 +293,42 @@ def run_benchmark(args: argparse.Namespace) -> int:
 
     sizes = sorted(int(s) for s in args.sizes.split(","))
     corpus = Corpus()
-    rows: list[Row] = []
-    for settings in _bench_settings(args):
-        hub = Hub.open(settings)
+    run_id = uuid.uuid4().hex[:8]
+    names = [f"ultron_bench_{run_id}_{size}" for size in sizes]
+    probes: list[Probe] = []
+    with _server(args.database_url) as server:
+        admin = _admin_url(server)
         try:
-            with hub.db.session() as s:
-                actor = local_actor(s)
-            stored = 0
-            for size in sizes:
+            for size, name in zip(sizes, names, strict=True):
+                with psycopg.connect(admin, autocommit=True) as conn:
+                    conn.execute(f"CREATE DATABASE {name}")
+                settings = Settings(
+                    database_url=_admin_url(server, name),
+                    embedding_provider="hash",
+                    embedding_dimension=args.dimension,
+                    hit_flush_seconds=0,  # the buffered search hits are written once, after the probes
+                )
+                hub = Hub.open(settings)
                 with hub.db.session() as s:
-                    stored = s.execute(text("SELECT count(*) FROM memories")).scalar_one()
+                    actor = local_actor(s)
+                probe = Probe(size, hub, actor)
+                probes.append(probe)
                 print(f"size {size}:", file=sys.stderr)
-                rate = bulk_fill(hub, actor.tenant_id, actor.agent_id, corpus, max(0, size - stored))
-                rows.append(measure(hub, actor, corpus, size, rate, args.upload_probe, args.queries))
-                print(report(rows[-1:]).splitlines()[1], file=sys.stderr)
+                probe.fill_rate = bulk_fill(hub, actor.tenant_id, actor.agent_id, corpus, size)
+            print("measuring (interleaved across sizes)...", file=sys.stderr)
+            measure(probes, corpus, args.upload_probe, args.queries)
         finally:
-            hub.close()
-            if not args.database_url:
-                import shutil
-
-                shutil.rmtree(settings.data_dir, ignore_errors=True)
+            for p in probes:
+                p.hub.close()
+            with psycopg.connect(admin, autocommit=True) as conn:
+                for name in names:
+                    conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    decisions = {k: sum(p.decisions.get(k, 0) for p in probes) for k in ("created", "merged", "merged_judge")}
     print(
-        f"ultron bench: hash embedder ({args.dimension}-d), heuristic LLM, "
-        f"{args.upload_probe} uploads and {args.queries} searches per size, limit {SEARCH_LIMIT}"
+        f"ultron bench: hash embedder ({args.dimension}-d), heuristic LLM, redaction "
+        f"{'on' if Settings().redaction_enabled else 'off'}; per size {args.upload_probe} uploads "
+        f"(decisions over all sizes: {decisions}) and {args.queries} searches, limit {SEARCH_LIMIT}; "
+        "measurements interleaved across sizes"
     )
-    print(report(rows))
+    print(report([p.row() for p in probes]))
     return 0
