@@ -1,17 +1,23 @@
 """The spaCy engine Presidio runs on, built from what PyPI ships so it works offline.
 
-Each language gets a blank spaCy pipeline (tokenizer only). A trained model can be named for person-name
-detection; when it is missing the engine logs a warning and keeps the blank pipeline. Presidio's own
+Each language gets a blank spaCy pipeline. A trained model can be named for person-name detection; when
+it is missing the engine logs a warning and keeps the blank pipeline. Presidio's own
 `SpacyNlpEngine.load` would try `spacy download` instead, which fails or hangs without a network.
+
+Only NER reads spaCy's output here (scores are not thresholded, so Presidio's context words are not
+used), so a language without a trained model is not tokenized at all: spaCy's tokenizer is quadratic
+on long unbroken runs (a 60 KB URL list took 15 s), and its tokens would go unread.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import threading
 
 import spacy
-from presidio_analyzer.nlp_engine import NerModelConfiguration, SpacyNlpEngine
+from presidio_analyzer.context_aware_enhancers import ContextAwareEnhancer
+from presidio_analyzer.nlp_engine import NerModelConfiguration, NlpArtifacts, SpacyNlpEngine
 
 log = logging.getLogger(__name__)
 
@@ -19,6 +25,8 @@ LANGUAGES = ("en", "zh")
 # spaCy labels that mean a person; every other label (ORG, GPE, DATE, …) carries technical meaning: kept.
 PERSON_LABELS = frozenset({"PERSON", "PER"})
 _NER_PIPES = frozenset({"tok2vec", "transformer", "ner", "entity_ruler", "span_ruler"})
+# No name hides in 64 characters without a space; blanking such runs keeps offsets and spaCy linear.
+_LONG_RUN = re.compile(r"\S{64,}")
 
 
 class OfflineSpacyNlpEngine(SpacyNlpEngine):
@@ -46,9 +54,10 @@ class OfflineSpacyNlpEngine(SpacyNlpEngine):
 
     def process_text(self, text, language):  # noqa: D102
         if language not in self.person_languages:
-            return super().process_text(text, language)  # a tokenizer only: safe to share
+            return NlpArtifacts([], self.nlp[language].make_doc(""), [], [], self, language, scores=[])
+        view = _LONG_RUN.sub(lambda m: " " * len(m.group()), text)
         with self._model_lock:  # trained pipelines make no thread-safety promise
-            return super().process_text(text, language)
+            return super().process_text(view, language)
 
     def _get_entities(self, doc):  # noqa: D102
         return [ent for ent in doc.ents if ent.label_ in PERSON_LABELS]
@@ -69,3 +78,14 @@ def load_model(name: str) -> spacy.language.Language | None:
         return None
     nlp.select_pipes(enable=[pipe for pipe in nlp.pipe_names if pipe in _NER_PIPES])
     return nlp
+
+
+class NoContextEnhancer(ContextAwareEnhancer):
+    """Presidio raises scores when context words surround a match; nothing here thresholds scores, and the
+    default enhancer walks every token for every result (quadratic on entity-dense text), so skip it."""
+
+    def __init__(self) -> None:
+        super().__init__(0, 0, 0, 0)
+
+    def enhance_using_context(self, text, raw_results, nlp_artifacts, recognizers, context=None):  # noqa: D102
+        return raw_results

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import logging
 import threading
 from collections import Counter
@@ -16,7 +17,7 @@ from presidio_analyzer.predefined_recognizers import SpacyRecognizer
 from ultron.privacy import validators
 from ultron.privacy.credentials import is_credential_key
 from ultron.privacy.entities import BUILTIN_ENTITIES, placeholder, rank, tie_break
-from ultron.privacy.nlp import LANGUAGES, OfflineSpacyNlpEngine
+from ultron.privacy.nlp import LANGUAGES, NoContextEnhancer, OfflineSpacyNlpEngine
 from ultron.privacy.policy import RedactionPolicy
 from ultron.privacy.recognizers import build_recognizers
 from ultron.privacy.spans import SpanRecognizer
@@ -212,7 +213,12 @@ class Redactor:
                 registry.add_recognizer(
                     SpacyRecognizer(supported_language=lang, supported_entities=["PERSON"])
                 )
-            engine = AnalyzerEngine(registry=registry, nlp_engine=nlp, supported_languages=list(LANGUAGES))
+            engine = AnalyzerEngine(
+                registry=registry,
+                nlp_engine=nlp,
+                supported_languages=list(LANGUAGES),
+                context_aware_enhancer=NoContextEnhancer(),
+            )
             self._engines[model] = (engine, nlp.person_languages)
         return self._engines[model]
 
@@ -239,11 +245,19 @@ def _resolve(results: list[RecognizerResult]) -> list[Finding]:
     ordered = sorted(
         results, key=lambda r: (rank(r.entity_type), -(r.end - r.start), tie_break(r.entity_type), r.start)
     )
+    starts: list[int] = []  # taken spans, sorted and disjoint
     taken: list[Finding] = []
     for r in ordered:
-        if r.end > r.start and all(r.end <= f.start or r.start >= f.end for f in taken):
-            taken.append(Finding(r.entity_type, r.start, r.end))
-    return sorted(taken, key=lambda f: f.start)
+        i = bisect.bisect_right(starts, r.start)
+        if (
+            r.end <= r.start
+            or (i and taken[i - 1].end > r.start)
+            or (i < len(taken) and taken[i].start < r.end)
+        ):
+            continue
+        starts.insert(i, r.start)
+        taken.insert(i, Finding(r.entity_type, r.start, r.end))
+    return taken
 
 
 def _credential_value(key: str, value: str, policy: RedactionPolicy) -> bool:
