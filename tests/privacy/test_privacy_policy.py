@@ -132,3 +132,12 @@ def test_a_named_spacy_model_detects_person_names(tmp_path):
     assert result.entities == {"PERSON": 1}
     quiet = RedactionPolicy(disabled_entities=frozenset({"PERSON"}))
     assert redactor.redact("Alice Smith", quiet).text == "Alice Smith"
+
+
+def test_extra_patterns_with_backreferences_and_inline_flags(redactor):
+    policy = RedactionPolicy(
+        extra_patterns=(("REPEATED", r"\b(\w{3})-\1\b"), ("TICKET_ID", r"(?i)tck-\d{4}")),
+        disabled_entities=frozenset({"PHONE_NUMBER", "CREDIT_CARD", "IBAN_CODE", "CN_RESIDENT_ID"}),
+    )
+    # No built-in type can match this text, so only the tenant patterns get it past the pre-check.
+    assert redactor.redact("see abc-abc and Tck-0042", policy).text == "see <REPEATED> and <TICKET_ID>"

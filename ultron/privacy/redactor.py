@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import bisect
-import logging
 import threading
 from collections import Counter
 from collections.abc import Mapping
@@ -21,8 +20,6 @@ from ultron.privacy.nlp import LANGUAGES, NoContextEnhancer, OfflineSpacyNlpEngi
 from ultron.privacy.policy import RedactionPolicy
 from ultron.privacy.recognizers import build_recognizers
 from ultron.privacy.spans import SpanRecognizer
-
-log = logging.getLogger(__name__)
 
 # Cheap pre-check: text none of these can match holds no entity, and Presidio is skipped. Each entry is a
 # superset of what its recognizers accept: a phone number has seven digits with at most one separator
@@ -120,7 +117,7 @@ class Redactor:
         """Non-overlapping findings in text order; what `redact` replaces."""
         plan = self._plan(self._effective(policy))
         language = "zh" if _is_chinese(text) else "en"
-        if not text or not plan.entities[language] or not plan.trigger.search(text):
+        if not text or not plan.entities[language] or not any(t.search(text) for t in plan.triggers):
             self._count({"calls": 1, "chars": len(text), "fast_path": 1})
             return []
         results = plan.engine.analyze(
@@ -194,12 +191,12 @@ class Redactor:
                 for name, regex in policy.extra_patterns
                 if policy.enabled(name)
             ]
-        triggers = [_TRIGGERS[e] for e in sorted(_TRIGGERS) if policy.enabled(e)]
-        triggers += [f"(?:{regex})" for name, regex in policy.extra_patterns if policy.enabled(name)]
+        builtin = "|".join(_TRIGGERS[e] for e in sorted(_TRIGGERS) if policy.enabled(e))
+        # Tenant patterns are their own pre-check, each apart: joined, their group numbers would shift.
+        triggers = ([builtin] if builtin else []) + [r.patterns[0].regex for r in extra["en"]]
         if person_languages and policy.enabled("PERSON"):
             triggers = [r"[\s\S]"]  # a NER model has no cheap pre-check
-        trigger = re.compile("|".join(triggers) or r"(?!)", re.MULTILINE)
-        return _Plan(policy, engine, entities, extra, trigger)
+        return _Plan(policy, engine, entities, extra, [re.compile(t, re.MULTILINE) for t in triggers])
 
     def _engine(self, model: str | None) -> tuple[AnalyzerEngine, frozenset[str]]:
         if model not in self._engines:
@@ -231,7 +228,7 @@ class _Plan:
     engine: AnalyzerEngine
     entities: dict[str, list[str]]
     extra: dict[str, list[EntityRecognizer]]
-    trigger: re.Pattern
+    triggers: list[re.Pattern]
 
 
 def _is_chinese(text: str) -> bool:
