@@ -76,7 +76,9 @@ class Redactor:
         self._counts: Counter[str] = Counter()
         self._counts_lock = threading.Lock()
         self._plan(self.policy)
-        self.redact("warm-up: alice@example.com 13800138000 password=hunter2 /home/alice 中文")
+        # Presidio compiles its recognizers' patterns on first use: do that now, for both languages.
+        self.redact("warm-up: alice@example.com 13800138000 password=hunter2 /home/alice 10.0.0.1")
+        self.redact("预热：手机13800138000，邮箱alice@example.com，密码：hunter2")
         self._counts.clear()
 
     # --- public API -------------------------------------------------------------------------------------
