@@ -88,7 +88,7 @@ WITH vec AS (
 )
 SELECT t.*, m.memory_type, m.content, m.context, m.resolution, m.tags, m.summary_l0, m.overview_l1,
        m.status, m.scope, m.group_name, m.pinned, m.hit_count, m.last_hit_at, m.created_at, m.updated_at,
-       m.redacted_entities, a.name AS agent_name,
+       m.redacted_entities, m.valence, m.arousal, a.name AS agent_name,
        (SELECT count(*) FROM memory_contributions c WHERE c.memory_id = m.id) AS contributions
 FROM top t
 JOIN memories m ON m.id = t.id

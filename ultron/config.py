@@ -122,6 +122,36 @@ class Settings(BaseSettings):
     consolidate_enabled: bool = Field(False, description="Merge near-duplicates in the worker cycle")
     consolidate_max_merges: int = Field(50, ge=1, description="Most consolidation merges per cycle")
 
+    # --- companion memory (ultron/companion/) ------------------------------------------------------
+    brief_max_tokens: int = Field(1500, ge=50, le=100_000, description="Default token budget of `/brief`")
+    brief_hot_limit: int = Field(20, ge=0, le=200, description="Most HOT memories a brief considers")
+    emotion_inference: bool = Field(
+        True, description="Ask the configured LLM for valence/arousal when an upload gives none"
+    )
+    resonance_weight: float = Field(
+        0.2, ge=0, le=1, description="r in score x (1 - r + r x resonance) when a search gives a mood"
+    )
+    ripple_window_hours: float = Field(
+        48.0, ge=0, description="Using a memory ripples to memories created within this many hours of it"
+    )
+    ripple_neighbours: int = Field(5, ge=0, le=50, description="Most memories one use ripples to")
+    ripple_weight: float = Field(0.03, ge=0, le=1, description="Activation one ripple adds")
+    ripple_cap: float = Field(0.15, ge=0, le=1, description="Largest total ripple activation of a memory")
+    ripple_days: float = Field(7.0, gt=0, description="Ripples older than this no longer count")
+    serendipity_enabled: bool = Field(
+        False, description="Surface 1-3 low-weight old memories when a search finds little"
+    )
+    serendipity_min_results: int = Field(
+        3, ge=1, le=50, description="Serendipity applies when a search returns fewer results than this"
+    )
+    serendipity_relevance: float = Field(
+        0.3, ge=0, le=1, description="...or when its best fused relevance is below this (per model)"
+    )
+    serendipity_min_age_days: float = Field(
+        7.0, ge=0, description="Only memories unused at least this long may surface"
+    )
+    serendipity_seed: int | None = Field(None, description="Seed of serendipity's randomness (tests)")
+
     # --- privacy ---------------------------------------------------------------------------------
     redaction_enabled: bool = Field(True, description="Redact secrets and personal data before storage")
 

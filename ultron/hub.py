@@ -95,6 +95,10 @@ class Hub:
         self.memory = MemoryService(self.settings, self.embedder, self.intelligence, self.redactor, self.hits)
         self.hits.start()
 
+        from ultron.companion.service import CompanionService
+
+        self.companion = CompanionService(self.settings, self.memory)
+        self.memory.companion = self.companion
     @classmethod
     def open(cls, settings: Settings, *, migrate: bool = True) -> Hub:
         """Connect, migrate, check the embedding profile and build the services."""

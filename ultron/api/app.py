@@ -47,6 +47,9 @@ class SearchRequest(BaseModel):
     limit: int | None = Field(None, ge=1, le=200)
     detail_level: DetailLevel = "l0"
     explain: bool = False
+    valence: float | None = Field(None, ge=-1, le=1, description="Mood to resonate with (companion)")
+    arousal: float | None = Field(None, ge=0, le=1, description="Arousal to resonate with (companion)")
+    serendipity: bool | None = Field(None, description="Surface old memories when little is found")
 
 
 class SearchResponse(BaseModel):
@@ -121,6 +124,9 @@ def search_memories(request: Request, body: SearchRequest) -> SearchResponse:
             limit=body.limit,
             detail_level=body.detail_level,
             explain=body.explain,
+            valence=body.valence,
+            arousal=body.arousal,
+            serendipity=body.serendipity,
         ),
     )
     return SearchResponse(count=len(results), results=results)
@@ -186,3 +192,6 @@ def create_app(hub: Hub, *, allow_open: bool = False) -> FastAPI:
     app.include_router(system)
     app.include_router(memories)
     return app
+    from ultron.companion.router import router as companion  # imports `call` from this module
+
+    app.include_router(companion)

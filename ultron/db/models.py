@@ -25,7 +25,9 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TSVECTOR, UUID
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-MEMORY_TYPE_CHECK = "memory_type IN ('error','security','correction','pattern','preference','life')"
+MEMORY_TYPE_CHECK = (
+    "memory_type IN ('error','security','correction','pattern','preference','life','reflection')"
+)
 
 
 class Base(DeclarativeBase):
@@ -209,4 +211,46 @@ class ActivityEvent(Base):
     kind: Mapped[str] = mapped_column(Text, nullable=False)
     memory_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
     detail: Mapped[dict[str, Any]] = mapped_column(JSONB, nullable=False, server_default=text("'{}'"))
+    created_at: Mapped[datetime] = _now()
+
+
+class ReflectionMark(Base):
+    """An agent reflected on a memory (the dream call stops offering it to that agent)."""
+
+    __tablename__ = "reflection_marks"
+    __table_args__ = (UniqueConstraint("agent_id", "memory_id", name="uq_reflection_marks_agent_memory"),)
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    tenant_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False
+    )
+    agent_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("agents.id", ondelete="CASCADE"), nullable=False
+    )
+    memory_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("memories.id", ondelete="CASCADE"), nullable=False
+    )
+    reflection_id: Mapped[uuid.UUID | None] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("memories.id", ondelete="SET NULL")
+    )
+    created_at: Mapped[datetime] = _now()
+
+
+class MemoryRipple(Base):
+    """Time ripple: using one memory slightly activates memories created within +-48 h of it."""
+
+    __tablename__ = "memory_ripples"
+    __table_args__ = (Index("ix_memory_ripples_memory_created", "memory_id", "created_at"),)
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    tenant_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False
+    )
+    memory_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("memories.id", ondelete="CASCADE"), nullable=False
+    )
+    source_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("memories.id", ondelete="CASCADE"), nullable=False
+    )
+    weight: Mapped[float] = mapped_column(Float, nullable=False)
     created_at: Mapped[datetime] = _now()

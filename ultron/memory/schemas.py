@@ -12,7 +12,7 @@ Tier = Literal["hot", "warm", "cold"]
 Status = Literal["active", "archived"]
 Scope = Literal["shared", "private", "group"]
 DetailLevel = Literal["l0", "l1"]
-MemoryType = Literal["error", "security", "correction", "pattern", "preference", "life"]
+MemoryType = Literal["error", "security", "correction", "pattern", "preference", "life", "reflection"]
 
 MAX_TAG_CHARS = 64
 
@@ -38,6 +38,8 @@ class UploadRequest(BaseModel):
     tags: list[str] = Field(default_factory=list, max_length=50)
     scope: Scope = Field("shared", description="shared with the tenant, private to the agent, or a group")
     group: str | None = Field(None, max_length=100, description="Group name when scope is 'group'")
+    valence: float | None = Field(None, ge=-1, le=1, description="Emotional valence, -1 (negative) to 1")
+    arousal: float | None = Field(None, ge=0, le=1, description="Emotional arousal, 0 (calm) to 1 (intense)")
 
     @field_validator("content")
     @classmethod
@@ -101,6 +103,8 @@ class MemoryRecord(BaseModel):
     agent: str | None = Field(None, description="Name of the agent that first contributed it")
     redacted_entities: dict[str, int] = Field(default_factory=dict)
     contributions: int = Field(1, description="Uploads merged into this memory, the first included")
+    valence: float | None = Field(None, description="Emotional valence -1..1, when given or inferred")
+    arousal: float | None = Field(None, description="Emotional arousal 0..1, when given or inferred")
 
 
 class ScoreComponents(BaseModel):
@@ -116,6 +120,11 @@ class ScoreComponents(BaseModel):
     from_vector: bool
     from_text: bool
     score: float
+    # Companion signals (ultron/companion/): present only when they applied to this result.
+    resonance: float | None = Field(None, description="Emotional closeness to the asked mood, 0..1")
+    ripple: float | None = Field(None, description="Time-ripple activation added as score x (1 + ripple)")
+    ripple_count: int | None = Field(None, description="Recent uses of neighbours that rippled here")
+    serendipity: bool = Field(False, description="Surfaced at random because the search found little")
 
 
 class SearchResult(BaseModel):
@@ -123,6 +132,7 @@ class SearchResult(BaseModel):
     similarity_score: float = Field(..., description="Fused relevance before tier and recency")
     score: float = Field(..., description="Final ranking score")
     explain: ScoreComponents | None = None
+    serendipity: bool = Field(False, description="A low-weight old memory surfaced at random, not a match")
 
 
 class UploadResult(BaseModel):

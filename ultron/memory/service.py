@@ -56,6 +56,18 @@ class Intelligence(Protocol):
     def merge(self, existing: dict[str, str], incoming: dict[str, str]) -> dict[str, str] | None: ...
 
 
+class CompanionHooks(Protocol):
+    """Companion memory (ultron/companion/): emotion on upload, ripples on use, re-ranking of searches."""
+
+    def after_upload(
+        self, session: Session, actor: Actor, req: UploadRequest, result: UploadResult
+    ) -> UploadResult: ...
+    def after_details(self, session: Session, actor: Actor, ids: list[UUID]) -> None: ...
+    def after_search(
+        self, session: Session, actor: Actor, results: list[SearchResult], **signals: Any
+    ) -> list[SearchResult]: ...
+
+
 class Redactor(Protocol):
     def redact_fields(
         self, fields: dict[str, str | None], policy: Any = None
@@ -110,6 +122,8 @@ class MemoryService:
         self.redactor = redactor
         self.hard_threshold, self.soft_threshold = settings.dedup_thresholds
         self.common_terms = fulltext.CommonTerms(settings.fulltext_pool)
+        # Set by the hub once the companion service exists.
+        self.companion: CompanionHooks | None = None
 
     # --- helpers -------------------------------------------------------------------------------
 
@@ -189,6 +203,10 @@ class MemoryService:
 
     def upload(self, session: Session, actor: Actor, req: UploadRequest) -> UploadResult:
         """Redact, type, embed and summarize; then merge into a near duplicate or insert a new memory."""
+        result = self._upload(session, actor, req)
+        return result if self.companion is None else self.companion.after_upload(session, actor, req, result)
+
+    def _upload(self, session: Session, actor: Actor, req: UploadRequest) -> UploadResult:
         p = self._prepare(req, actor)
         # Ask the (slow) judge before taking the lock; re-checked under the lock below.
         judged: dict[UUID, bool] = {}
@@ -340,7 +358,11 @@ class MemoryService:
         limit: int | None = None,
         detail_level: str = "l0",
         explain: bool = False,
+        valence: float | None = None,
+        arousal: float | None = None,
+        serendipity: bool | None = None,
     ) -> list[SearchResult]:
+        """Hybrid search; valence/arousal (resonance) and serendipity are optional companion signals."""
         if not query.strip():
             raise ValidationFailed("query must not be empty")
         if detail_level not in ("l0", "l1"):
@@ -380,6 +402,18 @@ class MemoryService:
         else:
             self.record_hits(session, actor, use.memory_ids, "search")
             self._activity(session, actor, "search", None, {"results": len(results)})
+        if self.companion is not None:
+            results = self.companion.after_search(
+                session,
+                actor,
+                results,
+                detail_level=detail_level,
+                explain=explain,
+                limit=limit,
+                valence=valence,
+                arousal=arousal,
+                serendipity=serendipity,
+            )
         return results
 
     def _search_result(self, row: Any, detail_level: str, explain: bool) -> SearchResult:
@@ -404,6 +438,8 @@ class MemoryService:
             agent=row.agent_name,
             redacted_entities=dict(row.redacted_entities or {}),
             contributions=int(row.contributions),
+            valence=row.valence,
+            arousal=row.arousal,
         )
         components = None
         if explain:
@@ -475,6 +511,8 @@ class MemoryService:
         if missing:
             raise NotFound(f"memories not found: {', '.join(missing)}")
         self.record_hits(session, actor, ids, "details")
+        if self.companion is not None:
+            self.companion.after_details(session, actor, ids)
         fresh = self._records(session, ids, actor)
         return [fresh[i] for i in ids]
 
@@ -609,6 +647,8 @@ def to_record(m: Memory, agent: str | None, contributions: int) -> MemoryRecord:
         agent=agent,
         redacted_entities=dict(m.redacted_entities or {}),
         contributions=int(contributions),
+        valence=m.valence,
+        arousal=m.arousal,
     )
 
 

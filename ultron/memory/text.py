@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 MEMORY_TYPES = ("error", "security", "correction", "pattern", "preference", "life")
+# An agent's own lessons: stored apart, never inferred for an upload, never merged into the types above.
+REFLECTION_TYPE = "reflection"
+STORED_TYPES = (*MEMORY_TYPES, REFLECTION_TYPE)
 
 # Characters of each field that go into the embedding; the head of a field carries its subject.
 EMBED_FIELD_CHARS = {"content": 1200, "context": 400, "resolution": 600}

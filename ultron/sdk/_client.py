@@ -8,6 +8,7 @@ from uuid import UUID
 
 import httpx
 
+from ultron.companion.schemas import Brief, Dream, ReflectionRequest, ReflectionResult
 from ultron.config import Settings
 from ultron.memory.schemas import (
     Contribution,
@@ -67,9 +68,13 @@ class Ultron:
         *,
         scope: str = "shared",
         group: str | None = None,
+        valence: float | None = None,
+        arousal: float | None = None,
     ) -> MemoryRecord:
         """Store an experience; returns the memory it became (new or merged into)."""
-        return self.upload(content, context, resolution, tags, scope=scope, group=group).record
+        return self.upload(
+            content, context, resolution, tags, scope=scope, group=group, valence=valence, arousal=arousal
+        ).record
 
     def upload(
         self,
@@ -80,6 +85,8 @@ class Ultron:
         *,
         scope: str = "shared",
         group: str | None = None,
+        valence: float | None = None,
+        arousal: float | None = None,
     ) -> UploadResult:
         """Like upload_memory, with the dedup decision and similarity."""
         req = UploadRequest(
@@ -89,6 +96,8 @@ class Ultron:
             tags=list(tags or []),
             scope=scope,
             group=group,
+            valence=valence,
+            arousal=arousal,
         )  # type: ignore[arg-type]
         return self._backend.upload(req)
 
@@ -100,8 +109,20 @@ class Ultron:
         detail_level: str = "l0",
         *,
         explain: bool = False,
+        valence: float | None = None,
+        arousal: float | None = None,
+        serendipity: bool | None = None,
     ) -> list[SearchResult]:
-        return self._backend.search(query, tier=tier, limit=limit, detail_level=detail_level, explain=explain)
+        """Hybrid search; a mood (valence/arousal) adds emotional resonance, serendipity old surprises."""
+        signals = {"valence": valence, "arousal": arousal, "serendipity": serendipity}
+        return self._backend.search(
+            query,
+            tier=tier,
+            limit=limit,
+            detail_level=detail_level,
+            explain=explain,
+            **{k: v for k, v in signals.items() if v is not None},
+        )
 
     def get_memory_details(self, ids: Sequence[UUID | str]) -> list[MemoryRecord]:
         return self._backend.details([_uuid(i) for i in ids])
@@ -120,6 +141,45 @@ class Ultron:
 
     def get_memory_stats(self) -> MemoryStats:
         return self._backend.stats()
+
+    # --- companion memory ----------------------------------------------------------------------
+
+    def brief(self, task: str | None = None, max_tokens: int | None = None) -> Brief:
+        """What to know at session start: pinned, then HOT memories relevant to `task`, then skills."""
+        return self._backend.brief(task, max_tokens)
+
+    def pin_memory(self, memory_id: UUID | str) -> MemoryRecord:
+        return self._backend.pin(_uuid(memory_id), True)
+
+    def unpin_memory(self, memory_id: UUID | str) -> MemoryRecord:
+        return self._backend.pin(_uuid(memory_id), False)
+
+    def dream(self, limit: int = 10) -> Dream:
+        """Recent memories not yet reflected on, with reflection prompts."""
+        return self._backend.dream(limit)
+
+    def reflect(
+        self,
+        content: str,
+        context: str = "",
+        resolution: str = "",
+        tags: Sequence[str] | None = None,
+        *,
+        source_ids: Sequence[UUID | str] = (),
+        scope: str = "private",
+        group: str | None = None,
+    ) -> ReflectionResult:
+        """Store a reflection (the agent's own lesson) and mark `source_ids` as reflected on."""
+        req = ReflectionRequest(
+            content=content,
+            context=context,
+            resolution=resolution,
+            tags=list(tags or []),
+            source_ids=[_uuid(i) for i in source_ids],
+            scope=scope,  # type: ignore[arg-type]
+            group=group,
+        )
+        return self._backend.reflect(req)
 
     # --- lifecycle -----------------------------------------------------------------------------
 

@@ -7,6 +7,7 @@ from uuid import UUID
 
 import httpx
 
+from ultron.companion.schemas import Brief, Dream, ReflectionRequest, ReflectionResult
 from ultron.errors import (
     Conflict,
     DatabaseSetupError,
@@ -99,6 +100,21 @@ class HttpBackend:
 
     def stats(self) -> MemoryStats:
         return MemoryStats.model_validate(self._request("GET", "/memories/stats"))
+
+    def brief(self, task: str | None, max_tokens: int | None) -> Brief:
+        params = {k: v for k, v in {"task": task, "max_tokens": max_tokens}.items() if v is not None}
+        return Brief.model_validate(self._request("GET", "/brief", params=params))
+
+    def pin(self, memory_id: UUID, pinned: bool) -> MemoryRecord:
+        path = f"/memories/{memory_id}/{'pin' if pinned else 'unpin'}"
+        return MemoryRecord.model_validate(self._request("POST", path))
+
+    def dream(self, limit: int) -> Dream:
+        return Dream.model_validate(self._request("GET", "/reflect", params={"limit": limit}))
+
+    def reflect(self, req: ReflectionRequest) -> ReflectionResult:
+        body = req.model_dump(mode="json")
+        return ReflectionResult.model_validate(self._request("POST", "/reflections", json=body))
 
     def close(self) -> None:
         self._http.close()

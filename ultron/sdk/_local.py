@@ -9,6 +9,7 @@ from uuid import UUID
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from ultron.companion.schemas import Brief, Dream, ReflectionRequest, ReflectionResult
 from ultron.db.models import Agent
 from ultron.hub import Hub
 from ultron.memory.schemas import (
@@ -59,6 +60,18 @@ class LocalBackend:
 
     def stats(self) -> MemoryStats:
         return self._run(lambda s, a: self.hub.memory.stats(s, a))
+
+    def brief(self, task: str | None, max_tokens: int | None) -> Brief:
+        return self._run(lambda s, a: self.hub.companion.brief(s, a, task, max_tokens))
+
+    def pin(self, memory_id: UUID, pinned: bool) -> MemoryRecord:
+        return self._run(lambda s, a: self.hub.companion.pin(s, a, memory_id, pinned))
+
+    def dream(self, limit: int) -> Dream:
+        return self._run(lambda s, a: self.hub.companion.dream(s, a, limit))
+
+    def reflect(self, req: ReflectionRequest) -> ReflectionResult:
+        return self._run(lambda s, a: self.hub.companion.reflect(s, a, req))
 
     def close(self) -> None:
         if self._owns_hub:

@@ -1,0 +1,96 @@
+-- Companion memory: the session-start brief, time ripples, serendipity and the reflect ("dream") call.
+-- Visibility as everywhere: shared memories are seen by the whole tenant, private ones by their agent
+-- only, group ones by agents in that group.
+
+-- name: brief_pinned
+-- Pinned memories lead every brief, oldest pin first (a stable order the agent can rely on).
+SELECT m.id, m.memory_type, m.summary_l0, m.content, m.resolution, m.tier, m.hit_count,
+       NULL::float8 AS similarity
+FROM memories m
+WHERE m.tenant_id = :tenant_id AND m.status = 'active' AND m.pinned
+  AND (m.scope = 'shared'
+       OR (m.scope = 'private' AND m.agent_id = CAST(:agent_id AS uuid))
+       OR (m.scope = 'group' AND m.group_name = ANY(CAST(:groups AS text[]))))
+ORDER BY m.created_at, m.id
+LIMIT :limit
+
+-- name: brief_hot
+-- HOT memories, most similar to the task hint first when one is given, else most used first.
+SELECT m.id, m.memory_type, m.summary_l0, m.content, m.resolution, m.tier, m.hit_count,
+       CASE WHEN CAST(:embedding AS vector) IS NULL THEN NULL
+            ELSE 1 - (m.embedding <=> CAST(:embedding AS vector)) END AS similarity
+FROM memories m
+WHERE m.tenant_id = :tenant_id AND m.status = 'active' AND m.tier = 'hot' AND NOT m.pinned
+  AND (m.scope = 'shared'
+       OR (m.scope = 'private' AND m.agent_id = CAST(:agent_id AS uuid))
+       OR (m.scope = 'group' AND m.group_name = ANY(CAST(:groups AS text[]))))
+ORDER BY similarity DESC NULLS LAST, m.hit_count DESC, m.id
+LIMIT :limit
+
+-- name: ripple_from
+-- Each used memory slightly activates the k memories created closest to it within the window.
+INSERT INTO memory_ripples (tenant_id, memory_id, source_id, weight)
+SELECT :tenant_id, n.id, s.id, :weight
+FROM memories s
+CROSS JOIN LATERAL (
+    SELECT m.id
+    FROM memories m
+    WHERE m.tenant_id = :tenant_id AND m.status = 'active' AND m.id <> s.id
+      AND m.created_at BETWEEN s.created_at - make_interval(secs => :window_seconds)
+                           AND s.created_at + make_interval(secs => :window_seconds)
+      AND (m.scope = 'shared'
+           OR (m.scope = 'private' AND m.agent_id = CAST(:agent_id AS uuid))
+           OR (m.scope = 'group' AND m.group_name = ANY(CAST(:groups AS text[]))))
+    ORDER BY abs(extract(epoch FROM m.created_at - s.created_at)), m.id
+    LIMIT :k
+) n
+WHERE s.tenant_id = :tenant_id AND s.id = ANY(CAST(:source_ids AS uuid[]))
+RETURNING memory_id
+
+-- name: prune_ripples
+-- Ripples past their age no longer count; drop them when their memory ripples again.
+DELETE FROM memory_ripples r
+WHERE r.tenant_id = :tenant_id AND r.memory_id = ANY(CAST(:ids AS uuid[]))
+  AND r.created_at < now() - make_interval(secs => :age_seconds)
+
+-- name: ripple_levels
+-- Current ripple activation of some memories: the sum of recent ripples, capped.
+SELECT r.memory_id AS id, least(CAST(:cap AS float8), sum(r.weight)) AS ripple, count(*) AS ripple_count
+FROM memory_ripples r
+WHERE r.tenant_id = :tenant_id AND r.memory_id = ANY(CAST(:ids AS uuid[]))
+  AND r.created_at > now() - make_interval(secs => :age_seconds)
+GROUP BY r.memory_id
+
+-- name: serendipity_pool
+-- Old, long-unused memories a thin search may surface at random (a bounded pool, least recently used).
+SELECT m.id
+FROM memories m
+WHERE m.tenant_id = :tenant_id AND m.status = 'active'
+  AND m.id <> ALL(CAST(:exclude AS uuid[]))
+  AND coalesce(m.last_hit_at, m.created_at) < now() - make_interval(secs => :min_age_seconds)
+  AND (m.scope = 'shared'
+       OR (m.scope = 'private' AND m.agent_id = CAST(:agent_id AS uuid))
+       OR (m.scope = 'group' AND m.group_name = ANY(CAST(:groups AS text[]))))
+ORDER BY coalesce(m.last_hit_at, m.created_at), m.id
+LIMIT :pool
+
+-- name: dream_candidates
+-- Recent memories this agent can see and has not reflected on yet (reflections themselves excluded).
+SELECT m.id
+FROM memories m
+WHERE m.tenant_id = :tenant_id AND m.status = 'active' AND m.memory_type <> 'reflection'
+  AND (m.scope = 'shared'
+       OR (m.scope = 'private' AND m.agent_id = CAST(:agent_id AS uuid))
+       OR (m.scope = 'group' AND m.group_name = ANY(CAST(:groups AS text[]))))
+  AND NOT EXISTS (
+      SELECT 1 FROM reflection_marks r WHERE r.agent_id = CAST(:agent_id AS uuid) AND r.memory_id = m.id
+  )
+ORDER BY m.created_at DESC, m.id
+LIMIT :limit
+
+-- name: mark_reflected
+INSERT INTO reflection_marks (tenant_id, agent_id, memory_id, reflection_id)
+SELECT :tenant_id, CAST(:agent_id AS uuid), id, CAST(:reflection_id AS uuid)
+FROM unnest(CAST(:memory_ids AS uuid[])) AS id
+ON CONFLICT (agent_id, memory_id) DO NOTHING
+RETURNING memory_id

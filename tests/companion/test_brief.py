@@ -1,0 +1,69 @@
+"""The session-start brief: pinned first, then HOT by relevance to the task; within its token budget."""
+
+from __future__ import annotations
+
+import pytest
+
+from ultron.errors import ValidationFailed
+from ultron.providers.tokens import count_tokens
+
+TEXTS = [
+    "Always run database migrations inside a transaction so a failure leaves no half-applied schema",
+    "ModuleNotFoundError: No module named 'pandas' in the nightly cron job; use the venv interpreter",
+    "Docker build cache misses because COPY . . comes before pip install; copy requirements first",
+    "pytest fixtures with scope=session leak state between tests that mutate the database",
+    "nginx returns 502 when the upstream gunicorn worker times out on slow report exports",
+    "Postgres VACUUM FULL takes an exclusive lock; use pg_repack on busy tables instead",
+]
+
+
+@pytest.fixture()
+def stocked(alice):  # type: ignore[no-untyped-def]
+    ids = [alice.upload_memory(t).id for t in TEXTS]
+    alice.pin_memory(ids[0])
+    for memory_id in ids[1:]:
+        alice.edit_memory(memory_id, tier="hot")
+    return ids
+
+
+def test_pinned_lead_then_hot_by_relevance_with_reasons(alice, stocked):
+    brief = alice.brief(task="docker image build is slow, pip install runs every time")
+    sections = [item.section for item in brief.items]
+    assert sections[0] == "pinned" and set(sections[1:]) == {"hot"}
+    assert brief.items[0].id == stocked[0] and "pinned" in brief.items[0].reason
+    assert brief.items[1].id == stocked[2]  # the Docker cache memory is the most relevant HOT one
+    sims = [item.similarity for item in brief.items[1:]]
+    assert sims == sorted(sims, reverse=True)
+    assert all("similarity" in item.reason for item in brief.items[1:])
+    assert not brief.skills_available  # the skills seam is empty until the skill hub registers a source
+    assert brief.text.splitlines()[1:] == [item.text for item in brief.items]
+
+
+def test_without_a_task_hot_memories_come_most_used_first(alice, stocked):
+    alice.get_memory_details([stocked[4]])  # +2 hits
+    brief = alice.brief()
+    assert brief.task is None
+    assert brief.items[1].id == stocked[4]
+    assert "most used" in brief.items[1].reason
+
+
+def test_the_budget_is_respected_and_the_order_kept(alice, stocked):
+    full = alice.brief(task="database", max_tokens=5000)
+    assert full.omitted == 0 and len(full.items) == len(TEXTS)
+    for budget in (10, 40, 80, 150, 300):
+        brief = alice.brief(task="database", max_tokens=budget)
+        assert brief.tokens == count_tokens(brief.text) <= budget
+        # A prefix of the full order: budget cuts the tail, never reorders.
+        assert [i.id for i in brief.items] == [i.id for i in full.items[: len(brief.items)]]
+        assert brief.omitted == len(full.items) - len(brief.items)
+    assert alice.brief(task="database", max_tokens=5000) == full  # deterministic
+
+
+def test_bad_budget_is_refused(alice):
+    with pytest.raises(ValidationFailed):
+        alice.brief(max_tokens=0)
+
+
+def test_unpinned_memories_leave_the_pinned_section(alice, stocked):
+    alice.unpin_memory(stocked[0])
+    assert all(item.section == "hot" for item in alice.brief().items)

@@ -1,0 +1,405 @@
+"""Companion memory service: brief, pins, emotion, reflections, time ripple and serendipity.
+
+It also implements the memory service's companion hooks (ultron/memory/service.py `CompanionHooks`):
+emotion after an upload, ripples after a details read, resonance/ripple re-ranking and serendipity
+after a search. Like every service it takes the session first and never commits.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import random
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+from uuid import UUID
+
+import numpy as np
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from ultron.companion.emotion import infer_emotion, resonance
+from ultron.companion.schemas import (
+    Brief,
+    BriefItem,
+    Dream,
+    DreamItem,
+    ReflectionRequest,
+    ReflectionResult,
+)
+from ultron.config import Settings
+from ultron.db.models import Memory
+from ultron.db.queries import q
+from ultron.errors import NotFound, ValidationFailed
+from ultron.memory.schemas import (
+    MemoryPatch,
+    MemoryRecord,
+    ScoreComponents,
+    SearchResult,
+    UploadRequest,
+    UploadResult,
+)
+from ultron.memory.service import MemoryService, project
+from ultron.memory.text import REFLECTION_TYPE
+from ultron.providers.tokens import count_tokens, truncate_to_tokens
+from ultron.tenancy import Actor
+
+# Pinned memories a brief considers at most (pins are few by nature; this bounds a runaway).
+BRIEF_PINNED_LIMIT = 200
+# Longest resolution a brief line carries.
+BRIEF_RESOLUTION_TOKENS = 48
+# Old memories serendipity draws from, and the most it surfaces.
+SERENDIPITY_POOL = 50
+SERENDIPITY_MAX = 3
+DREAM_GUIDANCE = [
+    "What did these experiences teach you that will still hold next month?",
+    "Which of them contradict what you believed before? Correct yourself with a reflection.",
+    "What links them? A pattern across several is worth one reflection, not several.",
+    "Write reflections with `reflect`, naming the memories in source_ids so they are not offered again.",
+]
+DREAM_PROMPTS = {
+    "error": "What would have prevented this error, and how will you recognise it sooner?",
+    "security": "What habit keeps this from happening again?",
+    "correction": "What did you believe before, and why was it wrong?",
+    "pattern": "When does this pattern apply, and when does it not?",
+    "preference": "How should this preference change how you work with them?",
+    "life": "What does this tell you about the people you work with?",
+}
+
+# A skill source contributes brief items: (session, actor, task, embedding or None) -> items.
+SkillSource = Callable[[Session, Actor, str | None, Any], list[BriefItem]]
+
+
+def _visibility(actor: Actor) -> dict[str, Any]:
+    return {"tenant_id": actor.tenant_id, "agent_id": actor.agent_id, "groups": list(actor.groups)}
+
+
+class CompanionService:
+    def __init__(self, settings: Settings, memory: MemoryService):
+        self.settings = settings
+        self.memory = memory
+        # The skills seam: the skill hub registers a source here when it exists; until then a brief has
+        # no skill section (and says so with skills_available=false).
+        self.skill_source: SkillSource | None = None
+
+    # --- pins ----------------------------------------------------------------------------------
+
+    def pin(self, session: Session, actor: Actor, memory_id: UUID, pinned: bool = True) -> MemoryRecord:
+        """Pinned memories never decay, never archive, never merge away and lead the brief."""
+        return self.memory.edit(session, actor, memory_id, MemoryPatch(pinned=pinned))
+
+    # --- brief ---------------------------------------------------------------------------------
+
+    def brief(
+        self, session: Session, actor: Actor, task: str | None = None, max_tokens: int | None = None
+    ) -> Brief:
+        budget = self.settings.brief_max_tokens if max_tokens is None else max_tokens
+        if not 1 <= budget <= 100_000:
+            raise ValidationFailed("max_tokens must be between 1 and 100000")
+        task = task.strip()[:4000] if task and task.strip() else None
+        vector = None
+        if task is not None:
+            vector = np.asarray(self.memory.embedder.embed([task], kind="query")[0], dtype=np.float32)
+        params = _visibility(actor)
+        pinned = session.execute(q("brief_pinned"), {**params, "limit": BRIEF_PINNED_LIMIT}).all()
+        hot = session.execute(
+            q("brief_hot"), {**params, "embedding": vector, "limit": self.settings.brief_hot_limit}
+        ).all()
+        candidates = [self._memory_item(row, "pinned", task) for row in pinned]
+        candidates += [self._memory_item(row, "hot", task) for row in hot]
+        skills: list[BriefItem] = []
+        if self.skill_source is not None:
+            skills = self.skill_source(session, actor, task, vector)
+            candidates += skills
+        return self._fit(task, budget, candidates, skills_available=self.skill_source is not None)
+
+    def _memory_item(self, row: Any, section: str, task: str | None) -> BriefItem:
+        summary = row.summary_l0 or truncate_to_tokens(row.content, self.settings.l0_max_tokens)
+        line = f"- [{section}/{row.memory_type}] {summary}"
+        if row.resolution:
+            line += f" -> {truncate_to_tokens(row.resolution, BRIEF_RESOLUTION_TOKENS)}"
+        if section == "pinned":
+            reason = "pinned: always leads the brief"
+        elif row.similarity is not None:
+            reason = f"hot ({row.hit_count} hits); similarity {row.similarity:.3f} to the task"
+        else:
+            reason = f"hot ({row.hit_count} hits); no task given, most used first"
+        return BriefItem(
+            kind="memory",
+            id=row.id,
+            section=section,  # type: ignore[arg-type]
+            reason=reason,
+            memory_type=row.memory_type,
+            text=line,
+            tokens=count_tokens(line),
+            similarity=None if row.similarity is None else float(row.similarity),
+        )
+
+    def _fit(
+        self, task: str | None, budget: int, candidates: list[BriefItem], *, skills_available: bool
+    ) -> Brief:
+        """Take items in order while the text stays within the budget; stop at the first that does not."""
+        header = f"# Brief{f' for: {truncate_to_tokens(task, 40)}' if task else ''}"
+        lines = [header] if count_tokens(header) <= budget else []
+        taken: list[BriefItem] = []
+        for item in candidates:
+            if count_tokens("\n".join([*lines, item.text])) > budget:
+                break
+            lines.append(item.text)
+            taken.append(item)
+        text = "\n".join(lines)
+        return Brief(
+            task=task,
+            max_tokens=budget,
+            tokens=count_tokens(text),
+            items=taken,
+            omitted=len(candidates) - len(taken),
+            skills_available=skills_available,
+            text=text,
+        )
+
+    # --- reflections ---------------------------------------------------------------------------
+
+    def dream(self, session: Session, actor: Actor, limit: int = 10) -> Dream:
+        """Recent memories this agent has not reflected on, each with a prompt, plus guidance."""
+        if not 1 <= limit <= 50:
+            raise ValidationFailed("limit must be between 1 and 50")
+        ids = list(session.execute(q("dream_candidates"), {**_visibility(actor), "limit": limit}).scalars())
+        records = self.memory._records(session, ids, actor)
+        items = [
+            DreamItem(record=records[i], prompt=DREAM_PROMPTS.get(records[i].memory_type, DREAM_GUIDANCE[0]))
+            for i in ids
+            if i in records
+        ]
+        written = session.execute(
+            select(func.count())
+            .select_from(Memory)
+            .where(
+                Memory.tenant_id == actor.tenant_id,
+                Memory.agent_id == actor.agent_id,
+                Memory.memory_type == REFLECTION_TYPE,
+            )
+        ).scalar_one()
+        return Dream(items=items, guidance=DREAM_GUIDANCE, reflections=int(written))
+
+    def reflect(self, session: Session, actor: Actor, req: ReflectionRequest) -> ReflectionResult:
+        """Store a reflection (its own type: never merged into events) and mark its sources reflected on."""
+        sources = list(dict.fromkeys(req.source_ids))
+        visible = self.memory._records(session, sources, actor)
+        missing = [str(i) for i in sources if i not in visible]
+        if missing:
+            raise NotFound(f"memories not found: {', '.join(missing)}")
+        upload = UploadRequest(
+            content=req.content,
+            context=req.context,
+            resolution=req.resolution,
+            tags=req.tags,
+            scope=req.scope,
+            group=req.group,
+            valence=req.valence,
+            arousal=req.arousal,
+        )
+        prepared = dataclasses.replace(self.memory._prepare(upload, actor), memory_type=REFLECTION_TYPE)
+        # Created, never deduplicated: a reflection is one moment of the agent's own judgement.
+        result = self.after_upload(session, actor, upload, self.memory._create(session, actor, prepared))
+        marked = list(
+            session.execute(
+                q("mark_reflected"),
+                {
+                    "tenant_id": actor.tenant_id,
+                    "agent_id": actor.agent_id,
+                    "reflection_id": result.record.id,
+                    "memory_ids": sources,
+                },
+            ).scalars()
+        )
+        return ReflectionResult(record=result.record, marked=marked)
+
+    # --- hooks: upload -------------------------------------------------------------------------
+
+    def after_upload(
+        self, session: Session, actor: Actor, req: UploadRequest, result: UploadResult
+    ) -> UploadResult:
+        """Store the given valence/arousal (averaged into a merge), or infer them with the LLM."""
+        memory = session.get(Memory, result.record.id)
+        if memory is None:
+            return result
+        if req.valence is not None or req.arousal is not None:
+            merged = result.decision != "created"
+            memory.valence = _blend(memory.valence, req.valence, merged)
+            memory.arousal = _blend(memory.arousal, req.arousal, merged)
+        elif memory.valence is None and self.settings.emotion_inference:
+            inferred = infer_emotion(
+                self.memory.intelligence, memory.content, memory.context, memory.resolution
+            )
+            if inferred is not None:
+                memory.valence, memory.arousal = inferred
+        else:
+            return result
+        session.flush()
+        record = result.record.model_copy(update={"valence": memory.valence, "arousal": memory.arousal})
+        return result.model_copy(update={"record": record})
+
+    # --- hooks: details (time ripple) ----------------------------------------------------------
+
+    def after_details(self, session: Session, actor: Actor, ids: list[UUID]) -> None:
+        """Using a memory slightly activates the memories created within the ripple window of it."""
+        st = self.settings
+        if not ids or st.ripple_neighbours == 0 or st.ripple_weight == 0:
+            return
+        touched = session.execute(
+            q("ripple_from"),
+            {
+                **_visibility(actor),
+                "source_ids": list(ids),
+                "window_seconds": st.ripple_window_hours * 3600.0,
+                "k": st.ripple_neighbours,
+                "weight": st.ripple_weight,
+            },
+        ).scalars()
+        touched_ids = list(set(touched))
+        if touched_ids:
+            session.execute(
+                q("prune_ripples"),
+                {"tenant_id": actor.tenant_id, "ids": touched_ids, "age_seconds": st.ripple_days * 86400.0},
+            )
+
+    def ripple_levels(self, session: Session, actor: Actor, ids: list[UUID]) -> dict[UUID, tuple[float, int]]:
+        if not ids:
+            return {}
+        rows = session.execute(
+            q("ripple_levels"),
+            {
+                "tenant_id": actor.tenant_id,
+                "ids": ids,
+                "cap": self.settings.ripple_cap,
+                "age_seconds": self.settings.ripple_days * 86400.0,
+            },
+        ).all()
+        return {row.id: (float(row.ripple), int(row.ripple_count)) for row in rows}
+
+    # --- hooks: search -------------------------------------------------------------------------
+
+    def after_search(
+        self,
+        session: Session,
+        actor: Actor,
+        results: list[SearchResult],
+        *,
+        detail_level: str = "l0",
+        explain: bool = False,
+        limit: int = 10,
+        valence: float | None = None,
+        arousal: float | None = None,
+        serendipity: bool | None = None,
+        **_: Any,
+    ) -> list[SearchResult]:
+        """Pinned memories do not decay; ripple and (when a mood is given) resonance re-rank; serendipity."""
+        ripples = self.ripple_levels(session, actor, [r.record.id for r in results])
+        ranked = [self._adjust(r, ripples.get(r.record.id), valence, arousal, explain) for r in results]
+        ranked.sort(key=lambda r: (-r.score, str(r.record.id)))
+        enabled = self.settings.serendipity_enabled if serendipity is None else serendipity
+        best = max((r.similarity_score for r in ranked), default=0.0)
+        thin = (
+            len(ranked) < self.settings.serendipity_min_results or best < self.settings.serendipity_relevance
+        )
+        if enabled and thin:
+            ranked += self._serendipity(session, actor, ranked, detail_level, explain)
+        return ranked
+
+    def _adjust(
+        self,
+        result: SearchResult,
+        ripple: tuple[float, int] | None,
+        valence: float | None,
+        arousal: float | None,
+        explain: bool,
+    ) -> SearchResult:
+        st = self.settings
+        record = result.record
+        score = result.score
+        update: dict[str, Any] = {}
+        if record.pinned:
+            # Pinned memories never decay: undo the recency factor (hotness counts as 1).
+            days = _days_since(record.last_hit_at or record.created_at)
+            decay = 1 - st.time_decay_weight + st.time_decay_weight * math.exp(-st.decay_alpha * days)
+            score = score / decay if decay > 0 else score
+            update["hotness"] = 1.0
+        if ripple is not None:
+            score *= 1 + ripple[0]
+            update["ripple"], update["ripple_count"] = round(ripple[0], 6), ripple[1]
+        mood = resonance(valence, arousal, record.valence, record.arousal)
+        if mood is not None:
+            score *= 1 - st.resonance_weight + st.resonance_weight * mood
+            update["resonance"] = round(mood, 6)
+        if not update:
+            return result
+        components = None
+        if explain and result.explain is not None:
+            components = result.explain.model_copy(update={**update, "score": score})
+        return result.model_copy(update={"score": score, "explain": components})
+
+    def _serendipity(
+        self, session: Session, actor: Actor, found: list[SearchResult], detail_level: str, explain: bool
+    ) -> list[SearchResult]:
+        """One to three old, long-unused memories, drawn at random (seeded when configured), low weight."""
+        st = self.settings
+        pool = list(
+            session.execute(
+                q("serendipity_pool"),
+                {
+                    **_visibility(actor),
+                    "exclude": [r.record.id for r in found],
+                    "min_age_seconds": st.serendipity_min_age_days * 86400.0,
+                    "pool": SERENDIPITY_POOL,
+                },
+            ).scalars()
+        )
+        if not pool:
+            return []
+        rng = random.Random(st.serendipity_seed) if st.serendipity_seed is not None else random.Random()
+        picked = rng.sample(pool, min(len(pool), rng.randint(1, SERENDIPITY_MAX)))
+        records = self.memory._records(session, picked, actor)
+        out = []
+        for memory_id in picked:
+            record = records[memory_id]
+            days = _days_since(record.last_hit_at or record.created_at)
+            components = None
+            if explain:
+                components = ScoreComponents(
+                    vector_similarity=0.0,
+                    text_rank=0.0,
+                    relevance=0.0,
+                    tier_boost=st.tier_boosts[record.tier],
+                    hotness=math.exp(-st.decay_alpha * days),
+                    days_since_hit=days,
+                    decay_weight=st.time_decay_weight,
+                    from_vector=False,
+                    from_text=False,
+                    score=0.0,
+                    serendipity=True,
+                )
+            out.append(
+                SearchResult(
+                    record=project(record, detail_level),
+                    similarity_score=0.0,
+                    score=0.0,
+                    explain=components,
+                    serendipity=True,
+                )
+            )
+        return out
+
+
+def _blend(current: float | None, given: float | None, merged: bool) -> float | None:
+    """A merge averages the moods (as the seed does); a new memory takes the given one."""
+    if given is None:
+        return current
+    if merged and current is not None:
+        return round((current + given) / 2.0, 4)
+    return given
+
+
+def _days_since(moment: datetime) -> float:
+    return max((datetime.now(UTC) - moment).total_seconds() / 86400.0, 0.0)
