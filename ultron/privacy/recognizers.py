@@ -30,12 +30,14 @@ LLM_API_KEY_PATTERNS = (
 GITHUB_TOKEN_PATTERNS = (
     r"(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{50,255})",
 )
-AWS_ACCESS_KEY_PATTERNS = (r"(?<![A-Za-z0-9])(?:AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}(?![A-Za-z0-9])",)
+# Real key ids are base32, but tools and docs paste look-alikes with 0/1/8/9: catch any uppercase
+# alphanumeric tail (as gitleaks does); nothing else in technical text starts with these prefixes.
+AWS_ACCESS_KEY_PATTERNS = (r"(?<![A-Za-z0-9])(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Za-z0-9])",)
 _AWS_SECRET_VALUE = r"(?<![A-Za-z0-9/+])(?P<value>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"
 AWS_SECRET_KEY_PATTERNS = (
     r"(?i:secret[ _.-]?(?:access[ _.-]?)?key|aws[ _.-]?secret)[^\n]{0,40}?" + _AWS_SECRET_VALUE,
     # A 40-character secret on the same line as an access key id (credentials.csv, `aws configure list`).
-    r"(?:AKIA|ASIA)[A-Z2-7]{16}[^\n]{0,60}?" + _AWS_SECRET_VALUE,
+    r"(?:AKIA|ASIA)[A-Z0-9]{16}[^\n]{0,60}?" + _AWS_SECRET_VALUE,
 )
 AUTH_TOKEN_PATTERNS = (
     r"(?<![A-Za-z0-9])(?i:bearer|basic)[ \t]+(?P<value>[A-Za-z0-9._~+/-]+=*)(?![A-Za-z0-9._~+/=-])",
