@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from ultron.memory.text import MEMORY_TYPES
@@ -40,6 +42,31 @@ def test_infer_type(expected: str, content: str, resolution: str) -> None:
 def test_every_type_has_examples_and_results_are_valid() -> None:
     assert {example[0] for example in TYPE_EXAMPLES} == set(MEMORY_TYPES)
     assert heuristic.infer_type("", "", "") == "pattern"
+
+
+CRASHES = [
+    "segfault in the C extension after upgrading numpy",
+    "Segmentation fault when importing torch on the old CPU",
+    "Python crashed: core dumped while loading the model",
+    "panic: runtime error: index out of range [3] with length 3",
+    "thread 'main' panicked at 'called `Option::unwrap()` on a `None` value'",
+    "Pod status OOMKilled right after the deploy",
+    "SIGSEGV in the worker process under load",
+    "CUDA out of memory when the batch size is 64",
+    "App 启动就崩溃",
+    "iOS 客户端点开设置页就闪退",
+    "程序运行到一半出现段错误",
+    "服务半夜宕机，日志里全是内存溢出",
+]
+
+
+@pytest.mark.parametrize("content", CRASHES)
+def test_crashes_are_errors(content: str) -> None:
+    assert heuristic.infer_type(content, "", "") == "error"
+
+
+def test_running_out_of_memory_as_advice_is_not_an_error() -> None:
+    assert heuristic.infer_type("Stream large files to avoid running out of memory", "", "") == "pattern"
 
 
 def test_health_checks_memory_leaks_and_dependency_injection_are_patterns() -> None:
@@ -103,6 +130,129 @@ def test_shared_topic_alone_is_not_the_same_subject() -> None:
     a = _memory("Postgres HNSW index build is slow; raise maintenance_work_mem")
     b = _memory("Postgres connection pool exhausted under load; lower pool size per worker")
     assert not heuristic.same_subject(a, b)
+
+
+# Written for these tests, not taken from the calibration set. The judge must be symmetric, so every
+# pair is asked both ways.
+SAME = [
+    (
+        _memory("Nginx 上传大文件返回 413", "", "把 client_max_body_size 调大到 100m"),
+        _memory(
+            "上传超过 1M 的文件时 nginx 报 413 Request Entity Too Large",
+            "",
+            "nginx.conf 里设置 client_max_body_size 100m，然后 nginx -s reload",
+        ),
+    ),
+    (
+        _memory("Homebrew 在国内安装软件很慢", "", "设置 HOMEBREW_BOTTLE_DOMAIN，换成清华镜像"),
+        _memory(
+            "brew install 一直卡在下载",
+            "国内网络",
+            "把 Homebrew 的 bottle 源换成清华镜像（HOMEBREW_BOTTLE_DOMAIN）",
+        ),
+    ),
+    (
+        _memory(
+            "Docker 容器里时间比北京时间慢 8 小时",
+            "",
+            "挂载 /etc/localtime 或者设置环境变量 TZ=Asia/Shanghai",
+        ),
+        _memory("容器内日志时间差了 8 个小时", "", "在 Dockerfile 里设置 TZ=Asia/Shanghai"),
+    ),
+    (_memory("用户喜欢深色主题，编辑器和终端都用暗色配色"), _memory("给这个用户推荐配色时选深色主题")),
+    # Negations inside error reports are symptoms, not choices.
+    (
+        _memory(
+            "No module named pandas when the job runs under cron",
+            "",
+            "call the venv's python by absolute path",
+        ),
+        _memory(
+            "ModuleNotFoundError for pandas, but only under cron; pandas is installed in the venv",
+            "",
+            "cron used the system python: put the venv's python path in the crontab",
+        ),
+    ),
+    # Different version numbers alone do not make another subject.
+    (
+        _memory(
+            "pip install fails on Python 3.11 behind the corporate proxy", "", "export HTTPS_PROXY first"
+        ),
+        _memory(
+            "pip install fails on Python 3.12 behind the corporate proxy",
+            "",
+            "set HTTPS_PROXY, then it works",
+        ),
+    ),
+]
+
+DIFFERENT = [
+    # opposite preferences
+    (
+        _memory("User prefers tabs for indentation in Go files"),
+        _memory("User prefers spaces in Go files, never tabs"),
+    ),
+    (
+        _memory("User prefers black over autopep8 for formatting"),
+        _memory("Format this user's code with autopep8, not black"),
+    ),
+    (_memory("用户偏好：回答用英文"), _memory("用户偏好：回答用中文")),
+    (_memory("用户喜欢简洁的回答"), _memory("用户喜欢详细的回答")),
+    (_memory("用户要求 Makefile 保持 Tab 缩进"), _memory("用户要求缩进一律用空格，不要用 Tab")),
+    # same symptom, another fix
+    (
+        _memory("pip install times out in CI", "", "Use the internal PyPI mirror"),
+        _memory("pip install times out in CI", "", "Raise --timeout to 120 seconds"),
+    ),
+    # another HTTP status
+    (_memory("API request fails with 401 Unauthorized"), _memory("API request fails with 403 Forbidden")),
+    (_memory("调用接口返回 429，批量任务失败"), _memory("调用接口返回 400，批量任务失败")),
+]
+
+
+@pytest.mark.parametrize(("a", "b"), SAME)
+def test_same_subject_pairs(a: dict[str, str], b: dict[str, str]) -> None:
+    assert heuristic.same_subject(a, b) and heuristic.same_subject(b, a)
+
+
+@pytest.mark.parametrize(("a", "b"), DIFFERENT)
+def test_hard_negatives_are_different_subjects(a: dict[str, str], b: dict[str, str]) -> None:
+    assert not heuristic.same_subject(a, b) and not heuristic.same_subject(b, a)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Python 3.11 and Node 18",
+        "target ES2015",
+        "GB18030 or GBK",
+        "SHA256 sums",
+        "ISO8601",
+        "H100 GPU",
+        "v2.3.1",
+    ],
+)
+def test_names_and_versions_are_not_error_identifiers(text: str) -> None:
+    assert heuristic.error_identifiers(text) == set()
+
+
+def test_error_identifiers_are_normalized() -> None:
+    assert (
+        heuristic.error_identifiers("HTTP 413")
+        == heuristic.error_identifiers("413 Payload Too Large")
+        == {"http 413"}
+    )
+    assert heuristic.error_identifiers("接口返回 429") == {"http 429"}
+    assert heuristic.error_identifiers("exit status 137") == heuristic.error_identifiers("exit code 137")
+    assert heuristic.error_identifiers("errno: 13") == heuristic.error_identifiers("errno 13")
+    assert heuristic.error_identifiers("flake8 E501 and rustc error[E0502]") == {"e501", "e0502"}
+
+
+def test_a_huge_memory_is_judged_quickly() -> None:
+    huge = _memory("word " * 5000 + "中文内容" * 2000, "context " * 2000, "fix " * 2000)
+    start = time.perf_counter()
+    assert heuristic.same_subject(huge, huge)
+    assert time.perf_counter() - start < 1.0
 
 
 # --- merge --------------------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ultron.providers.tokens import CJK_CLASS, count_tokens, truncate_to_tokens
+from ultron.providers.tokens import count_tokens, truncate_to_tokens
 
 # --- type inference ----------------------------------------------------------------------------------
 
@@ -38,8 +38,10 @@ _TYPE_RULES: list[tuple[str, re.Pattern[str]]] = [
         re.compile(
             r"\b[A-Z]\w+(?:Error|Exception)\b|\b" + _ERRNO_NAMES + r"\b"
             r"|(?i:\btraceback\b|\berror\s*[:：]|\bexception\b|\berrno\b|\bfail(ed|s|ure)?\b|\bcrash"
-            r"|\bsegfault|\bpanic:|\bexit (code|status) [1-9]|\bstack ?trace)"
-            r"|报错|失败|异常|崩溃|出错|闪退|错误信息|错误码|错误[:：]"
+            r"|\bsegfault|\bsegmentation fault|\bcore dumped|\bpanic:|\bpanicked at\b|\boom-?killed\b"
+            r"|\bsig(segv|abrt|bus|fpe|ill)\b|(?<!running )(?<!run )\bout of memory\b"
+            r"|\bexit (code|status) [1-9]|\bstack ?trace)"
+            r"|报错|失败|异常|崩溃|出错|闪退|宕机|段错误|内存溢出|错误信息|错误码|错误[:：]"
         ),
     ),
     (
@@ -108,55 +110,216 @@ def summarize(
 
 # --- same subject -------------------------------------------------------------------------------------
 
-# Jaccard overlap of word / CJK-bigram sets over content + context at or above which two memories are
-# taken to be about the same subject. It only runs in the soft band, where the embeddings already say
-# "close", so it needs to confirm a shared vocabulary, not find one: 0.3 keeps paraphrases of one
-# problem together and splits neighbours that share only a topic.
-SAME_SUBJECT_JACCARD = 0.3
+# `same_subject(a, b)` is asked about pairs whose embeddings are already close (the soft band), so its job
+# is to find the differences cosine misses. The rule, first match wins:
+#
+# 1. Different error identifiers (exception names, errno, error codes, HTTP status, exit codes) in the
+#    two content + context texts: different.
+# 2. Opposite choices, unless either memory is an error report (whose symptoms are full of "cannot" and
+#    "no module"): a term negated in one content + context ("never tabs", 不要用 Tab, "X over Y") and
+#    asserted in the other; or the two pick different values of one of the CHOICE_CLASSES (tabs vs
+#    spaces, English vs Chinese, concise vs detailed, ...): different.
+# 3. Different fixes: both have a resolution and the two share less than FIX_MIN_CONTAINMENT of the
+#    smaller one's terms: different (same symptom, another cause).
+# 4. Otherwise the same subject iff the terms of all three fields overlap: shared terms / terms of the
+#    smaller memory >= SAME_SUBJECT_CONTAINMENT, with at least SAME_SUBJECT_MIN_SHARED shared terms.
+#
+# Terms are lowercase words (English stop words dropped, plural / -ed / -ing stripped; a dotted or
+# hyphenated identifier counts whole and by its parts) and CJK character bigrams (punctuation splits a
+# run; bigrams with a function character such as 的 or 了 and a few generic ones such as 用户 dropped).
+# Containment rather than Jaccard, because a terse rule and a detailed incident of the same lesson share
+# most of the terse one's terms but few of the other's.
+#
+# Tuned on the half of dedup_calibration.jsonl whose pair ids hash even (sha256, first byte) and checked
+# on the other half; tests/providers/test_heuristic.py holds the held-out half to a precision floor and
+# docs/embeddings.md has the figures. A wrong merge loses a memory and a missed one only leaves a
+# duplicate, so every constant sits on the precise side.
+SAME_SUBJECT_CONTAINMENT = 0.35
+SAME_SUBJECT_MIN_SHARED = 2
+FIX_MIN_CONTAINMENT = 0.1
+# Characters a negation reaches: to the end of its clause, at most this far.
+NEGATION_REACH = 40
+# The judge reads at most this many characters of each field. A typical memory (a few hundred
+# characters) takes about 0.2 ms; the cap holds a huge one to tens of milliseconds.
+FIELD_MAX_CHARS = 2000
 
-_WORD_OR_CJK = re.compile(f"[{CJK_CLASS}]+|[^\\W{CJK_CLASS}]+")
-_CJK_RUN = re.compile(f"[{CJK_CLASS}]+")
+# Mutually exclusive values a preference picks from; each value is a regex over the asserted text.
+CHOICE_CLASSES: tuple[dict[str, str], ...] = (
+    {
+        "en": r"\benglish\b|英文|英语",
+        "zh": r"\bchinese\b|中文|汉语|简体|繁体",
+        "ja": r"\bjapanese\b|日文|日语",
+    },
+    {"tabs": r"\btabs?\b|制表符", "spaces": r"\bspaces?\b|空格"},
+    {
+        "concise": r"\b(?:concise|brief|short|terse)\b|简短|精简|简洁|简要",
+        "detailed": r"\b(?:detailed|verbose|thorough|in detail)\b|详细|详尽",
+    },
+    {"dark": r"\bdark\b|深色|暗色", "light": r"\blight\b|浅色|亮色"},
+    {"single": r"\bsingle[- ]quotes?\b|单引号", "double": r"\bdouble[- ]quotes?\b|双引号"},
+)
+
+_IDEOGRAPHS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002ffff"
+_TERM_RUN = re.compile(f"[{_IDEOGRAPHS}]+|[a-z0-9]+(?:[._+-][a-z0-9]+)*")
+_IDEOGRAPH_RUN = re.compile(f"[{_IDEOGRAPHS}]+")
+_COMPOUND_SEP = re.compile(r"[._+-]")
+_STOP_WORDS = frozenset(
+    """a an the and or nor but of to in on at by for with from as is are was were be been being it its this
+    that these those i you he she we they me my your our their his her them us do does did doing have has
+    had so if then than there here when while what which who whom how why can could should would will shall
+    may might must just also only very too more most into onto about after before again all any each few
+    other some such own same both up down out off no not use used using user users get gets got make makes
+    made one via per every""".split()
+)
+_STOP_CHARS = frozenset("的了是在和也都就把被着个这那我你他她它们之其")
+_STOP_BIGRAMS = frozenset(
+    """用户 问题 时候 之后 一直 可以 需要 使用 没有 这个
+    就是 如果 因为 所以 然后 已经 还是 出现 进行 一下""".split()
+)
+# Words too generic to make two memories opposite when one negates them ("not on client errors").
+_NOT_A_CHOICE = frozenset({"error", "failure", "fail", "issue", "problem", "错误", "问题"})
+
+# A negation cue negates the rest of its clause; "prefer X over Y" negates only Y.
+_NEGATION = re.compile(
+    r"\b(?:no|not|never|don'?t|doesn'?t|avoid|without|cannot|can'?t|hates?|dislikes?|instead of"
+    r"|rather than)\b|\bprefer(?:s|red)?\b[^,;:.!?\n]{1,40}?\b(?P<over>over)\b"
+    r"|不要|不用|别用|别|避免|禁止|讨厌|不能|不许|而不是|不是|不喜欢|无需|不需要"
+)
+_CLAUSE_END = re.compile(
+    r"[,;:.!?()\[\]，；：。！？（）、\n—]|\b(?:but|except|unless|other than)\b|但|除了|除非"
+)
+_CHOICE_PATTERNS = tuple({value: re.compile(rx) for value, rx in cls.items()} for cls in CHOICE_CLASSES)
+
 _ERROR_ID = re.compile(
     r"\b[A-Z]\w+(?:Error|Exception)\b"  # exception names: KeyError, NullPointerException
     r"|\berrno\s*[:=]?\s*\d+|\b" + _ERRNO_NAMES + r"\b"  # errno values and names: errno 13, EACCES
     r"|\b[A-Z]{1,4}\d{3,5}\b|\bORA-\d{5}\b"  # compiler / linter / database codes: E1101, TS2345
-    r"|\b(?:HTTP|status)\s*[45]\d\d\b|\bexit (?:code|status) \d+|\bCVE-\d{4}-\d+",
+    r"|\bexit (?:code|status) (?P<exit>\d+)|\bCVE-\d{4}-\d+"
+    r"|(?:\b(?:HTTP|status)|返回|状态码)\s*(?P<status>[45]\d\d)\b"  # HTTP 404, status 502, 返回 429
+    r"|\b(?P<named_status>[45]\d\d) (?i:bad request|unauthorized|forbidden|not found|method not allowed"
+    r"|conflict|payload too large|request entity too large|unprocessable entity|too many requests"
+    r"|internal server error|bad gateway"
+    r"|service unavailable|gateway timeout)\b",  # 404 Not Found, 502 Bad Gateway
 )
+# Code-shaped names that are not errors: hashes, standards, encodings, versions, GPUs.
+_NOT_AN_ERROR_ID = re.compile(r"(?:sha|aes|iso|rfc|pep|gb|cp|es|ecma|utf|ieee|rtx|gtx|x|[abhv])\d+")
 
 
-def _shingles(text: str) -> set[str]:
-    """Lowercase words (two characters or more) and CJK character bigrams."""
+def _stem(word: str) -> str:
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 3 and word.endswith("s") and word[-2] not in "siu":
+        word = word[:-1]
+    if len(word) > 5 and word.endswith("ing"):
+        return word[:-3]
+    if len(word) > 4 and word.endswith("ed"):
+        return word[:-2]
+    return word
+
+
+def terms(text: str) -> set[str]:
+    """The words and CJK bigrams that two texts on one subject are expected to share (see above)."""
     out: set[str] = set()
-    for run in _WORD_OR_CJK.findall(text.lower()):
-        if not _CJK_RUN.fullmatch(run):
-            if len(run) > 1:
-                out.add(run)
-        elif len(run) == 1:
+    for run in _TERM_RUN.findall(text.lower()):
+        if _IDEOGRAPH_RUN.fullmatch(run):
+            for i in range(len(run) - 1):
+                bigram = run[i : i + 2]
+                if bigram not in _STOP_BIGRAMS and not _STOP_CHARS.intersection(bigram):
+                    out.add(bigram)
+            continue
+        parts = _COMPOUND_SEP.split(run)
+        if len(parts) > 1:
             out.add(run)
-        else:
-            out.update(run[i : i + 2] for i in range(len(run) - 1))
+        out.update(_stem(part) for part in parts if len(part) > 1 and part not in _STOP_WORDS)
     return out
 
 
+def containment(a: set[str], b: set[str]) -> float:
+    """Share of the smaller set found in the other; 0.0 if either is empty."""
+    return len(a & b) / min(len(a), len(b)) if a and b else 0.0
+
+
+def _field(memory: dict[str, Any], *names: str) -> str:
+    return "\n".join(str(memory.get(name) or "")[:FIELD_MAX_CHARS] for name in names)
+
+
 def _subject_text(memory: dict[str, Any]) -> str:
-    return f"{memory.get('content') or ''}\n{memory.get('context') or ''}"
+    return _field(memory, "content", "context")
 
 
 def error_identifiers(text: str) -> set[str]:
-    """Exception names, errno values and error codes mentioned in `text`."""
-    return {match.group().lower() for match in _ERROR_ID.finditer(text)}
+    """Exception names, errno values, error codes and HTTP statuses in `text`, normalized ("http 404")."""
+    ids: set[str] = set()
+    for match in _ERROR_ID.finditer(text):
+        found = match.group().lower()
+        if status := match.group("status") or match.group("named_status"):
+            ids.add(f"http {status}")
+        elif match.group("exit"):
+            ids.add(f"exit {match.group('exit')}")
+        elif not _NOT_AN_ERROR_ID.fullmatch(found):
+            ids.add(" ".join(found.replace(":", " ").replace("=", " ").split()))
+    return ids
 
 
-def jaccard(a: set[str], b: set[str]) -> float:
-    return len(a & b) / len(a | b) if a and b else 0.0
+def _negated_spans(text: str) -> list[tuple[int, int, int]]:
+    """(cue start, cue end, clause end) of each negation: the cue negates text[cue end:clause end]."""
+    spans: list[tuple[int, int, int]] = []
+    for cue in _NEGATION.finditer(text):
+        start = cue.start("over") if cue.group("over") else cue.start()
+        if spans and start < spans[-1][2]:
+            continue
+        end = _CLAUSE_END.search(text, cue.end())
+        stop = end.start() if end else len(text)
+        spans.append((start, cue.end(), min(stop, cue.end() + NEGATION_REACH)))
+    return spans
+
+
+def _stances(memory: dict[str, Any]) -> tuple[str, set[str], set[str]]:
+    """(asserted text, asserted terms, negated terms) of content + context."""
+    text = _subject_text(memory).lower()
+    asserted, negated, pos = [], set(), 0
+    for start, cue_end, stop in _negated_spans(text):
+        asserted.append(text[pos:start])
+        negated |= terms(text[cue_end:stop])
+        pos = stop
+    asserted.append(text[pos:])
+    asserted_text = "\n".join(asserted)
+    return asserted_text, terms(asserted_text), negated
+
+
+def opposite_choices(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Whether one memory rejects what the other asks for, or the two pick different values of a choice."""
+    text_a, said_a, denied_a = _stances(a)
+    text_b, said_b, denied_b = _stances(b)
+    only_denied_a, only_denied_b = denied_a - said_a, denied_b - said_b
+    if ((only_denied_a & said_b) | (only_denied_b & said_a)) - _NOT_A_CHOICE:
+        return True
+    for choice in _CHOICE_PATTERNS:
+        picked_a = {value for value, rx in choice.items() if rx.search(text_a)}
+        picked_b = {value for value, rx in choice.items() if rx.search(text_b)}
+        if picked_a and picked_b and picked_a != picked_b:
+            return True
+    return False
+
+
+def _is_error_report(memory: dict[str, Any]) -> bool:
+    return infer_type(*(_field(memory, name) for name in ("content", "context", "resolution"))) == "error"
 
 
 def same_subject(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    """Whether two memories cover the same subject: distinct error identifiers say no, else word overlap."""
+    """Whether two close memories are one lesson: no veto (ids, opposite choices, other fix) and overlap."""
     ids_a, ids_b = error_identifiers(_subject_text(a)), error_identifiers(_subject_text(b))
     if ids_a and ids_b and not ids_a & ids_b:
         return False
-    return jaccard(_shingles(_subject_text(a)), _shingles(_subject_text(b))) >= SAME_SUBJECT_JACCARD
+    if not (_is_error_report(a) or _is_error_report(b)) and opposite_choices(a, b):
+        return False
+    fix_a, fix_b = terms(_field(a, "resolution")), terms(_field(b, "resolution"))
+    if fix_a and fix_b and containment(fix_a, fix_b) < FIX_MIN_CONTAINMENT:
+        return False
+    all_a = terms(_field(a, "content", "context", "resolution"))
+    all_b = terms(_field(b, "content", "context", "resolution"))
+    shared = len(all_a & all_b)
+    return shared >= SAME_SUBJECT_MIN_SHARED and containment(all_a, all_b) >= SAME_SUBJECT_CONTAINMENT
 
 
 # --- merge --------------------------------------------------------------------------------------------
