@@ -9,6 +9,7 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
@@ -79,7 +80,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
         # make that handler a normal exit, so the finally below releases the hub (flushes buffered
         # hits, stops the embedded server if this was its last user) and the exit status is 0.
         signal.signal(signal.SIGTERM, _exit_on_signal)
-        uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level.lower())
+        from ultron.ops.logs import logging_config
+
+        uvicorn.run(
+            app,
+            host=settings.host,
+            port=settings.port,
+            log_level=settings.log_level.lower(),
+            log_config=logging_config(settings.log_level, settings.log_json),
+        )
     except SystemExit as exc:
         return int(exc.code or 0)
     finally:
@@ -188,6 +197,24 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 
 # --- maintenance ---------------------------------------------------------------------------------
+
+
+def cmd_backup(args: argparse.Namespace) -> int:
+    from ultron.ops.backup import backup
+
+    print(backup(_settings(args), Path(args.file)).describe("backed up to"))
+    return 0
+
+
+def cmd_restore(args: argparse.Namespace) -> int:
+    from ultron.ops.backup import restore, upgrade_hint
+
+    report = restore(_settings(args), Path(args.file), clean=args.clean)
+    print(report.describe("restored from"))
+    hint = upgrade_hint(report.revision)
+    if hint:
+        print(hint)
+    return 0
 
 
 def cmd_db_upgrade(args: argparse.Namespace) -> int:
@@ -346,6 +373,16 @@ def build_parser() -> argparse.ArgumentParser:
     p = db.add_parser("upgrade", help="migrate the database to the newest schema")
     _add_common(p)
     p.set_defaults(func=cmd_db_upgrade)
+
+    p = sub.add_parser("backup", help="dump the whole database to FILE (pg_dump, custom format)")
+    _add_common(p)
+    p.add_argument("file")
+    p.set_defaults(func=cmd_backup)
+    p = sub.add_parser("restore", help="restore a backup in one transaction (stop the API and workers first)")
+    _add_common(p)
+    p.add_argument("file")
+    p.add_argument("--clean", action="store_true", help="replace an existing Ultron database's contents")
+    p.set_defaults(func=cmd_restore)
 
     p = sub.add_parser("reembed", help="move every memory to the configured embedding model")
     _add_common(p)

@@ -12,6 +12,7 @@ from ultron.db.vectors import Profile, ensure_profile
 from ultron.memory import fulltext
 from ultron.memory.hits import HitBuffer
 from ultron.memory.service import MemoryService
+from ultron.ops.metrics import InstrumentedChat, InstrumentedEmbedder
 from ultron.providers.base import Embedder
 
 log = logging.getLogger(__name__)
@@ -33,7 +34,7 @@ def build_embedder(settings: Settings) -> Embedder:
     api_key = _secret(settings.embedding_api_key)
     if provider == "dashscope":
         api_key = api_key or _secret(settings.dashscope_api_key)
-    return make_embedder(
+    embedder = make_embedder(
         provider,
         model=settings.embedding_model or DEFAULT_EMBEDDING_MODELS.get(provider),
         dimension=settings.embedding_dimension,
@@ -43,6 +44,7 @@ def build_embedder(settings: Settings) -> Embedder:
         max_retries=settings.llm_max_retries,
         retry_base_delay=settings.llm_retry_base_delay,
     )
+    return InstrumentedEmbedder(embedder, provider)  # type: ignore[return-value]
 
 
 def build_intelligence(settings: Settings) -> Any:
@@ -63,7 +65,7 @@ def build_intelligence(settings: Settings) -> Any:
         retry_base_delay=settings.llm_retry_base_delay,
     )
     return MemoryIntelligence(
-        chat,
+        None if chat is None else InstrumentedChat(chat, provider),
         l0_max_tokens=settings.l0_max_tokens,
         l1_max_tokens=settings.l1_max_tokens,
         max_input_tokens=settings.llm_max_input_tokens - settings.llm_prompt_reserve_tokens,

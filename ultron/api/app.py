@@ -188,8 +188,12 @@ def create_app(hub: Hub, *, allow_open: bool = False) -> FastAPI:
     app.state.hub = hub
     app.state.auth = AuthPolicy(allow_open)
     app.add_middleware(BodyLimit, max_bytes=hub.settings.max_request_bytes)
+    from ultron.ops.http import RequestContext, ops  # request ids, metrics, /ready, /metrics
+
+    app.add_middleware(RequestContext)  # added last, so outermost: it sees (and ids) every response
     install_error_handlers(app)
     app.include_router(system)
+    app.include_router(ops)
     app.include_router(memories)
     return app
     from ultron.companion.router import router as companion  # imports `call` from this module

@@ -36,6 +36,7 @@ from ultron.memory.schemas import (
     UploadResult,
 )
 from ultron.memory.text import MEMORY_TYPES, embedding_text
+from ultron.ops.metrics import counts_search, counts_upload
 from ultron.providers.base import Embedder
 from ultron.tenancy import Actor
 
@@ -201,6 +202,7 @@ class MemoryService:
 
     # --- upload --------------------------------------------------------------------------------
 
+    @counts_upload
     def upload(self, session: Session, actor: Actor, req: UploadRequest) -> UploadResult:
         """Redact, type, embed and summarize; then merge into a near duplicate or insert a new memory."""
         result = self._upload(session, actor, req)
@@ -348,6 +350,7 @@ class MemoryService:
 
     # --- search --------------------------------------------------------------------------------
 
+    @counts_search
     def search(
         self,
         session: Session,

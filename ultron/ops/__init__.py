@@ -1,0 +1,1 @@
+"""Operations: structured logs with request ids, Prometheus metrics, readiness, backup and restore."""
