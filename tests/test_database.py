@@ -17,6 +17,15 @@ from ultron.memory.reembed import reembed
 from ultron.sdk._local import LocalBackend
 
 EXPECTED_QUERIES = {"nearest_same_type", "search_memories", "record_hits", "term_frequencies", "raw_knn"}
+EXPECTED_QUERIES |= {
+    "pending_sessions",
+    "pending_segments",
+    "lock_session_for_work",
+    "lock_segment_for_work",
+    "link_memory_source",
+    "archive_segment_memories",
+    "segment_stage_counts",
+}
 
 
 def test_every_named_query_loads():

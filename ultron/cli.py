@@ -405,6 +405,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dimension", type=int, default=256, help="hash embedding dimension")
     p.set_defaults(func=cmd_bench)
 
+    from ultron.ingestion.cli import add_commands as add_ingestion_commands
+
+    add_ingestion_commands(sub, _add_common, _add_remote)
+
     privacy = sub.add_parser("privacy", help="redaction tools").add_subparsers(
         dest="privacy_command", required=True
     )

@@ -120,6 +120,21 @@ class Settings(BaseSettings):
         0.7, ge=0, le=1, description="Segment score needed for extraction"
     )
     consolidate_enabled: bool = Field(False, description="Merge near-duplicates in the worker cycle")
+    ingest_max_file_bytes: int = Field(
+        64 * 1024 * 1024, ge=1024, description="Largest session file ingest accepts (larger: 413)"
+    )
+    ingest_text_max_chars: int = Field(
+        1_000_000, ge=100, description="Longest ingest_text payload accepted (longer: 413)"
+    )
+    raw_archive_max_bytes: int = Field(
+        10 * 1024 * 1024, ge=0, description="Files larger than this are ingested but not archived"
+    )
+    ingest_segment_inline: bool = Field(
+        True, description="Segment during ingest when no LLM is configured (with one, the worker does it)"
+    )
+    import_batch_size: int = Field(
+        50, ge=1, le=10_000, description="Conversations an import stores per transaction"
+    )
     consolidate_max_merges: int = Field(50, ge=1, description="Most consolidation merges per cycle")
 
     # --- companion memory (ultron/companion/) ------------------------------------------------------

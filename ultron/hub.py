@@ -95,6 +95,9 @@ class Hub:
             self.db, self.settings.hit_window_hours * 3600.0, flush_seconds=self.settings.hit_flush_seconds
         )
         self.memory = MemoryService(self.settings, self.embedder, self.intelligence, self.redactor, self.hits)
+        from ultron.ingestion.service import IngestionService
+
+        self.ingestion = IngestionService(self)
         self.hits.start()
 
         from ultron.companion.service import CompanionService

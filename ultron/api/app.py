@@ -195,6 +195,9 @@ def create_app(hub: Hub, *, allow_open: bool = False) -> FastAPI:
     app.include_router(system)
     app.include_router(ops)
     app.include_router(memories)
+    from ultron.ingestion.router import router as ingestion  # imports `call` from this module
+
+    app.include_router(ingestion)
     return app
     from ultron.companion.router import router as companion  # imports `call` from this module
 

@@ -16,6 +16,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     SmallInteger,
     Text,
     UniqueConstraint,
@@ -253,4 +254,252 @@ class MemoryRipple(Base):
         UUID(as_uuid=True), ForeignKey("memories.id", ondelete="CASCADE"), nullable=False
     )
     weight: Mapped[float] = mapped_column(Float, nullable=False)
+    created_at: Mapped[datetime] = _now()
+
+
+# --- ingestion and the Trajectory Hub (issue 3) ---------------------------------------------------
+
+SEGMENT_STAGE_CHECK = "stage IN ('score','extract','done','skipped','superseded')"
+
+
+class ImportJob(Base):
+    """One import of a chat-history export; its state lives here so it can be paused and resumed."""
+
+    __tablename__ = "import_jobs"
+    __table_args__ = (
+        CheckConstraint(
+            "kind IN ('chatgpt','claude','deepseek','markdown','text')", name="ck_import_jobs_kind"
+        ),
+        CheckConstraint("status IN ('running','paused','done','failed')", name="ck_import_jobs_status"),
+        Index("ix_import_jobs_tenant_created", "tenant_id", "created_at"),
+    )
+
+    id: Mapped[uuid.UUID] = _uuid_pk()
+    tenant_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False
+    )
+    agent_id: Mapped[uuid.UUID | None] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("agents.id", ondelete="SET NULL")
+    )
+    agent_name: Mapped[str] = mapped_column(Text, nullable=False)
+    kind: Mapped[str] = mapped_column(Text, nullable=False)
+    name: Mapped[str] = mapped_column(Text, nullable=False)
+    status: Mapped[str] = mapped_column(Text, nullable=False, server_default="running")
+    total: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
+    done: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
+    failed: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
+    last_error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = _now()
+    updated_at: Mapped[datetime] = _now()
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class SessionRecord(Base):
+    """One conversation: an ingested session file or an imported conversation, with its work state."""
+
+    __tablename__ = "sessions"
+    __table_args__ = (
+        UniqueConstraint("tenant_id", "agent_name", "source", name="uq_sessions_tenant_agent_source"),
+        CheckConstraint(
+            "review_status IN ('none','pending','approved','discarded')", name="ck_sessions_review"
+        ),
+        Index("ix_sessions_tenant_updated", "tenant_id", "updated_at"),
+        Index("ix_sessions_import", "import_id"),
+        Index(
+            "ix_sessions_pending",
+            "next_attempt_at",
+            postgresql_where=text("needs_segmentation AND parked_at IS NULL"),
+        ),
+    )
+
+    id: Mapped[uuid.UUID] = _uuid_pk()
+    tenant_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False
+    )
+    agent_id: Mapped[uuid.UUID | None] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("agents.id", ondelete="SET NULL")
+    )
+    # The dedup key is (tenant, agent name, source): the same file from the same agent is one session.
+    agent_name: Mapped[str] = mapped_column(Text, nullable=False)
+    source: Mapped[str] = mapped_column(Text, nullable=False)
+    format: Mapped[str] = mapped_column(Text, nullable=False)
+    message_count: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
+    meta: Mapped[dict[str, Any]] = mapped_column(
+        "metadata", JSONB, nullable=False, server_default=text("'{}'")
+    )
+    import_id: Mapped[uuid.UUID | None] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("import_jobs.id", ondelete="SET NULL")
+    )
+    review_status: Mapped[str] = mapped_column(Text, nullable=False, server_default="none")
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    ended_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    needs_segmentation: Mapped[bool] = mapped_column(Boolean, nullable=False, server_default=text("true"))
+    segmented_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    lease_owner: Mapped[str | None] = mapped_column(Text)
+    lease_expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    attempts: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
+    next_attempt_at: Mapped[datetime] = _now()
+    last_error: Mapped[str | None] = mapped_column(Text)
+    parked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    created_at: Mapped[datetime] = _now()
+    updated_at: Mapped[datetime] = _now()
+
+
+class SessionMessage(Base):
+    """One message of a session, normalized and redacted. `seq` is its 0-based position."""
+
+    __tablename__ = "session_messages"
+
+    session_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("sessions.id", ondelete="CASCADE"), primary_key=True
+    )
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True)
+    tenant_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False
+    )
+    role: Mapped[str] = mapped_column(Text, nullable=False)
+    content: Mapped[str] = mapped_column(Text, nullable=False, server_default="")
+    reasoning: Mapped[str | None] = mapped_column(Text)
+    tool_calls: Mapped[list[Any] | None] = mapped_column(JSONB)
+    tool_call_id: Mapped[str | None] = mapped_column(Text)
+    name: Mapped[str | None] = mapped_column(Text)
+    is_error: Mapped[bool | None] = mapped_column(Boolean)
+    stop_reason: Mapped[str | None] = mapped_column(Text)
+    sent_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # 16-hex digest of the canonical message: how a re-ingest finds where a session changed.
+    digest: Mapped[str] = mapped_column(Text, nullable=False)
+
+
+class TaskSegment(Base):
+    """A contiguous run of messages about one task, scored and (if good enough) mined for memories."""
+
+    __tablename__ = "task_segments"
+    __table_args__ = (
+        CheckConstraint(SEGMENT_STAGE_CHECK, name="ck_task_segments_stage"),
+        CheckConstraint("end_seq >= start_seq", name="ck_task_segments_range"),
+        Index("ix_task_segments_session", "session_id", "segment_index"),
+        Index("ix_task_segments_tenant_stage", "tenant_id", "stage"),
+        Index(
+            "ix_task_segments_pending",
+            "next_attempt_at",
+            postgresql_where=text("stage IN ('score','extract') AND parked_at IS NULL"),
+        ),
+    )
+
+    id: Mapped[uuid.UUID] = _uuid_pk()
+    tenant_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False
+    )
+    session_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("sessions.id", ondelete="CASCADE"), nullable=False
+    )
+    segment_index: Mapped[int] = mapped_column(Integer, nullable=False)
+    start_seq: Mapped[int] = mapped_column(Integer, nullable=False)
+    end_seq: Mapped[int] = mapped_column(Integer, nullable=False)
+    topic: Mapped[str] = mapped_column(Text, nullable=False, server_default="")
+    fingerprint: Mapped[str] = mapped_column(Text, nullable=False)
+    segmenter: Mapped[str] = mapped_column(Text, nullable=False)
+    stage: Mapped[str] = mapped_column(Text, nullable=False, server_default="score")
+    score: Mapped[float | None] = mapped_column(Float)
+    # {metric: {value, weight, detail}}: every metric's value, not only the total.
+    metrics: Mapped[dict[str, Any]] = mapped_column(JSONB, nullable=False, server_default=text("'{}'"))
+    rationale: Mapped[str | None] = mapped_column(Text)
+    scored_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    extracted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    lease_owner: Mapped[str | None] = mapped_column(Text)
+    lease_expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    attempts: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
+    next_attempt_at: Mapped[datetime] = _now()
+    last_error: Mapped[str | None] = mapped_column(Text)
+    parked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    created_at: Mapped[datetime] = _now()
+    updated_at: Mapped[datetime] = _now()
+
+
+class MemorySource(Base):
+    """Which segment (and session) a memory was extracted from. A row, not a tag, so merges keep it."""
+
+    __tablename__ = "memory_sources"
+    __table_args__ = (
+        Index("ix_memory_sources_segment", "segment_id"),
+        Index("ix_memory_sources_session", "session_id"),
+    )
+
+    memory_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("memories.id", ondelete="CASCADE"), primary_key=True
+    )
+    segment_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("task_segments.id", ondelete="CASCADE"), primary_key=True
+    )
+    session_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("sessions.id", ondelete="CASCADE"), nullable=False
+    )
+    tenant_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False
+    )
+    # created: the segment's upload made the memory; merged: it merged into an existing one.
+    decision: Mapped[str] = mapped_column(Text, nullable=False)
+    # Uploads from this segment into the memory; compared with its contributions to see who else wrote it.
+    contributions: Mapped[int] = mapped_column(Integer, nullable=False, server_default="1")
+    created_at: Mapped[datetime] = _now()
+
+
+class RawUpload(Base):
+    """The raw (redacted) bytes of every ingested file and ingest_text payload, up to the archive cap."""
+
+    __tablename__ = "raw_user_uploads"
+    __table_args__ = (
+        CheckConstraint("kind IN ('ingest_file','ingest_text')", name="ck_raw_uploads_kind"),
+        Index("ix_raw_uploads_tenant_sha", "tenant_id", "sha256"),
+        Index("ix_raw_uploads_tenant_created", "tenant_id", "created_at"),
+    )
+
+    id: Mapped[uuid.UUID] = _uuid_pk()
+    tenant_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False
+    )
+    agent_id: Mapped[uuid.UUID | None] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("agents.id", ondelete="SET NULL")
+    )
+    agent_name: Mapped[str] = mapped_column(Text, nullable=False)
+    kind: Mapped[str] = mapped_column(Text, nullable=False)
+    name: Mapped[str] = mapped_column(Text, nullable=False, server_default="")
+    size_bytes: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    # Digest of the bytes as sent (before redaction): recognises a re-sent file without keeping it.
+    sha256: Mapped[str] = mapped_column(Text, nullable=False)
+    content: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)
+    redacted_entities: Mapped[dict[str, int]] = mapped_column(
+        JSONB, nullable=False, server_default=text("'{}'")
+    )
+    session_id: Mapped[uuid.UUID | None] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("sessions.id", ondelete="SET NULL")
+    )
+    created_at: Mapped[datetime] = _now()
+
+
+class ImportItem(Base):
+    """One conversation of an import: parsed and redacted up front, turned into a session in batches."""
+
+    __tablename__ = "import_items"
+    __table_args__ = (
+        CheckConstraint("status IN ('pending','imported','failed')", name="ck_import_items_status"),
+        Index("ix_import_items_job_status", "job_id", "status", "position"),
+    )
+
+    id: Mapped[uuid.UUID] = _uuid_pk()
+    job_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("import_jobs.id", ondelete="CASCADE"), nullable=False
+    )
+    tenant_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False
+    )
+    position: Mapped[int] = mapped_column(Integer, nullable=False)
+    external_id: Mapped[str] = mapped_column(Text, nullable=False)
+    title: Mapped[str] = mapped_column(Text, nullable=False, server_default="")
+    messages: Mapped[list[Any]] = mapped_column(JSONB, nullable=False)
+    status: Mapped[str] = mapped_column(Text, nullable=False, server_default="pending")
+    error: Mapped[str | None] = mapped_column(Text)
+    session_id: Mapped[uuid.UUID | None] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("sessions.id", ondelete="SET NULL")
+    )
     created_at: Mapped[datetime] = _now()

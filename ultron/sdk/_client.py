@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
@@ -10,6 +11,7 @@ import httpx
 
 from ultron.companion.schemas import Brief, Dream, ReflectionRequest, ReflectionResult
 from ultron.config import Settings
+from ultron.ingestion.schemas import ImportStatus, IngestResult, IngestTextResult
 from ultron.memory.schemas import (
     Contribution,
     MemoryPatch,
@@ -180,6 +182,30 @@ class Ultron:
             group=group,
         )
         return self._backend.reflect(req)
+
+    # --- ingestion and trajectories -------------------------------------------------------------
+
+    def ingest(self, paths: Sequence[str | os.PathLike[str]]) -> IngestResult:
+        """Ingest session files: directories expand recursively to their .jsonl files (hidden segments and
+        symlinks skipped). Files are read here, on this machine, and their contents sent to the hub."""
+        from ultron.ingestion.paths import ingest_paths
+
+        return ingest_paths(self._backend.ingest_files, paths)
+
+    def ingest_text(self, text: str) -> IngestTextResult:
+        """Extract memories from free text and upload each (no session is stored)."""
+        return self._backend.ingest_text(text)
+
+    def process_trajectories(self, limit: int = 100) -> dict[str, int]:
+        """Segment, score and extract what is due now, instead of waiting for the worker."""
+        return self._backend.process_trajectories(limit)
+
+    def import_history(self, kind: str, path: str | os.PathLike[str], *, wait: bool = True) -> ImportStatus:
+        """Import a chat-history export (chatgpt, claude, deepseek, markdown, text) read from this machine."""
+        from pathlib import Path
+
+        data = Path(path).expanduser().read_bytes()
+        return self._backend.import_history(kind, Path(path).name, data, wait)
 
     # --- lifecycle -----------------------------------------------------------------------------
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 from uuid import UUID
 
@@ -18,6 +19,7 @@ from ultron.errors import (
     Unauthorized,
     ValidationFailed,
 )
+from ultron.ingestion.schemas import ImportStatus, IngestFile, IngestResult, IngestTextResult
 from ultron.memory.schemas import (
     Contribution,
     MemoryPatch,
@@ -28,6 +30,7 @@ from ultron.memory.schemas import (
     UploadResult,
 )
 
+IMPORT_POLL_SECONDS = 0.5
 _ERRORS: dict[int, type[UltronError]] = {
     400: UltronError,
     401: Unauthorized,
@@ -115,6 +118,26 @@ class HttpBackend:
     def reflect(self, req: ReflectionRequest) -> ReflectionResult:
         body = req.model_dump(mode="json")
         return ReflectionResult.model_validate(self._request("POST", "/reflections", json=body))
+
+    def ingest_files(self, files: list[IngestFile]) -> IngestResult:
+        parts = [("files", (f.name, f.content, "application/octet-stream")) for f in files]
+        return IngestResult.model_validate(self._request("POST", "/ingest", files=parts))
+
+    def ingest_text(self, text: str) -> IngestTextResult:
+        return IngestTextResult.model_validate(self._request("POST", "/ingest/text", json={"text": text}))
+
+    def process_trajectories(self, limit: int) -> dict[str, int]:
+        return dict(self._request("POST", "/trajectory/process", json={"limit": limit}))
+
+    def import_history(self, kind: str, name: str, data: bytes, wait: bool) -> ImportStatus:
+        files = {"file": (name, data, "application/octet-stream")}
+        status = ImportStatus.model_validate(
+            self._request("POST", "/imports", data={"kind": kind, "name": name}, files=files)
+        )
+        while wait and status.status == "running":
+            time.sleep(IMPORT_POLL_SECONDS)
+            status = ImportStatus.model_validate(self._request("GET", f"/imports/{status.id}"))
+        return status
 
     def close(self) -> None:
         self._http.close()

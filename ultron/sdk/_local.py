@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 from ultron.companion.schemas import Brief, Dream, ReflectionRequest, ReflectionResult
 from ultron.db.models import Agent
 from ultron.hub import Hub
+from ultron.ingestion.schemas import ImportStatus, IngestFile, IngestResult, IngestTextResult
 from ultron.memory.schemas import (
     Contribution,
     MemoryPatch,
@@ -72,6 +73,21 @@ class LocalBackend:
 
     def reflect(self, req: ReflectionRequest) -> ReflectionResult:
         return self._run(lambda s, a: self.hub.companion.reflect(s, a, req))
+
+    def ingest_files(self, files: list[IngestFile]) -> IngestResult:
+        return self._run(lambda s, a: self.hub.ingestion.ingest_files(s, a, files))
+
+    def ingest_text(self, text: str) -> IngestTextResult:
+        return self._run(lambda s, a: self.hub.ingestion.ingest_text(s, a, text))
+
+    def process_trajectories(self, limit: int) -> dict[str, int]:
+        from ultron.trajectory.pipeline import process_pending
+
+        return process_pending(self.hub, tenant_id=self.actor.tenant_id, limit=limit)
+
+    def import_history(self, kind: str, name: str, data: bytes, wait: bool) -> ImportStatus:
+        status = self._run(lambda s, a: self.hub.ingestion.imports.start(s, a, kind, name, data))
+        return self.hub.ingestion.imports.run(self.actor, status.id) if wait else status
 
     def close(self) -> None:
         if self._owns_hub:

@@ -1,0 +1,57 @@
+-- Ingestion and the Trajectory Hub. Work selection here is for in-process callers (process_pending);
+-- the worker leases the same rows with its own statements, so both skip rows the other has locked.
+
+-- name: pending_sessions
+-- Sessions waiting for (re-)segmentation, oldest due first; rows under a live lease are left alone.
+SELECT id FROM sessions
+WHERE needs_segmentation AND parked_at IS NULL AND next_attempt_at <= now()
+  AND (lease_expires_at IS NULL OR lease_expires_at < now())
+  AND (CAST(:tenant_id AS uuid) IS NULL OR tenant_id = CAST(:tenant_id AS uuid))
+ORDER BY next_attempt_at
+LIMIT :limit;
+
+-- name: pending_segments
+-- Segments at one stage ('score' or 'extract'), oldest due first.
+SELECT id FROM task_segments
+WHERE stage = :stage AND parked_at IS NULL AND next_attempt_at <= now()
+  AND (lease_expires_at IS NULL OR lease_expires_at < now())
+  AND (CAST(:tenant_id AS uuid) IS NULL OR tenant_id = CAST(:tenant_id AS uuid))
+ORDER BY next_attempt_at
+LIMIT :limit;
+
+-- name: lock_session_for_work
+SELECT id FROM sessions WHERE id = :id AND needs_segmentation FOR UPDATE SKIP LOCKED;
+
+-- name: lock_segment_for_work
+SELECT id FROM task_segments WHERE id = :id AND stage = :stage FOR UPDATE SKIP LOCKED;
+
+-- name: link_memory_source
+-- A segment's upload created or merged into a memory: link them (a row, so a later merge keeps it).
+INSERT INTO memory_sources (memory_id, segment_id, session_id, tenant_id, decision)
+VALUES (:memory_id, :segment_id, :session_id, :tenant_id, :decision)
+ON CONFLICT (memory_id, segment_id) DO UPDATE SET contributions = memory_sources.contributions + 1;
+
+-- name: archive_segment_memories
+-- A segment changed: archive exactly the memories it produced, i.e. those linked to it, with no link to
+-- another live segment, and no contribution from anyone but segment extractions (a memory a person also
+-- uploaded to stays). Returns the archived ids.
+WITH candidates AS (
+    SELECT s.memory_id FROM memory_sources s
+    WHERE s.segment_id = :segment_id AND s.tenant_id = :tenant_id
+), only_ours AS (
+    SELECT c.memory_id FROM candidates c
+    WHERE NOT EXISTS (
+        SELECT 1 FROM memory_sources o JOIN task_segments t ON t.id = o.segment_id
+        WHERE o.memory_id = c.memory_id AND o.segment_id <> :segment_id AND t.stage <> 'superseded'
+    )
+    AND (SELECT count(*) FROM memory_contributions mc WHERE mc.memory_id = c.memory_id)
+        <= (SELECT sum(o.contributions) FROM memory_sources o WHERE o.memory_id = c.memory_id)
+)
+UPDATE memories m
+SET status = 'archived', archived_reason = :reason, archived_at = now(), updated_at = now()
+FROM only_ours
+WHERE m.id = only_ours.memory_id AND m.tenant_id = :tenant_id AND m.status = 'active'
+RETURNING m.id;
+
+-- name: segment_stage_counts
+SELECT stage, count(*) AS n FROM task_segments WHERE tenant_id = :tenant_id GROUP BY stage;

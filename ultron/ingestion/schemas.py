@@ -1,0 +1,174 @@
+"""Typed shapes of ingestion, sessions, segments and imports (service, HTTP API and SDK)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+from uuid import UUID
+
+from pydantic import BaseModel, Field
+
+from ultron.memory.schemas import UploadResult
+
+ImportKind = Literal["chatgpt", "claude", "deepseek", "markdown", "text"]
+IMPORT_KINDS: tuple[str, ...] = ("chatgpt", "claude", "deepseek", "markdown", "text")
+
+
+@dataclass(frozen=True)
+class IngestFile:
+    """A file as the client read it: its name (a path on the client's machine) and its bytes."""
+
+    name: str
+    content: bytes
+
+
+class LineProblem(BaseModel):
+    line: int
+    error: str
+
+
+class FileResult(BaseModel):
+    name: str
+    status: Literal["created", "appended", "replaced", "unchanged", "failed"]
+    session_id: UUID | None = None
+    format: str | None = None
+    messages: int = 0
+    new_messages: int = 0
+    new_segments: int = 0
+    archived: bool = False
+    malformed_lines: list[LineProblem] = Field(default_factory=list)
+    error: str | None = None
+
+
+class IngestResult(BaseModel):
+    total_files: int
+    successful: int
+    new_segments: int
+    results: list[FileResult]
+    errors: list[str]
+
+
+class IngestTextResult(BaseModel):
+    memories_extracted: int
+    memories_uploaded: int
+    memories: list[UploadResult]
+
+
+class FileContent(BaseModel):
+    """One file in a JSON ingest request: text as is, or bytes as base64."""
+
+    name: str = Field(..., min_length=1, max_length=1000)
+    content: str | None = None
+    content_base64: str | None = None
+
+
+class IngestRequest(BaseModel):
+    files: list[FileContent] = Field(..., min_length=1, max_length=10_000)
+
+
+class IngestTextRequest(BaseModel):
+    text: str = Field(..., min_length=1)
+
+
+class SessionInfo(BaseModel):
+    id: UUID
+    agent: str
+    source: str
+    format: str
+    message_count: int
+    metadata: dict[str, Any]
+    import_id: UUID | None
+    review_status: str
+    needs_segmentation: bool
+    attempts: int
+    last_error: str | None
+    parked: bool
+    started_at: datetime | None
+    ended_at: datetime | None
+    segmented_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+    segments: int = 0
+    memories: int = 0
+
+
+class SegmentInfo(BaseModel):
+    id: UUID
+    session_id: UUID
+    segment_index: int
+    start_seq: int
+    end_seq: int
+    topic: str
+    fingerprint: str
+    segmenter: str
+    stage: str
+    score: float | None
+    metrics: dict[str, Any]
+    rationale: str | None
+    attempts: int
+    last_error: str | None
+    scored_at: datetime | None
+    extracted_at: datetime | None
+    created_at: datetime
+    memory_ids: list[UUID] = Field(default_factory=list)
+
+
+class MessageInfo(BaseModel):
+    seq: int
+    role: str
+    content: str
+    reasoning: str | None = None
+    tool_calls: list[Any] | None = None
+    tool_call_id: str | None = None
+    is_error: bool | None = None
+    sent_at: datetime | None = None
+
+
+class SessionDetail(BaseModel):
+    session: SessionInfo
+    segments: list[SegmentInfo]
+
+
+class ImportStatus(BaseModel):
+    id: UUID
+    kind: str
+    name: str
+    status: str
+    total: int
+    done: int
+    failed: int
+    progress: float
+    last_error: str | None
+    created_at: datetime
+    updated_at: datetime
+    finished_at: datetime | None
+
+
+class ImportStartRequest(BaseModel):
+    kind: ImportKind
+    name: str = Field("import", min_length=1, max_length=1000)
+    content: str | None = None
+    content_base64: str | None = None
+
+
+class ReviewItem(BaseModel):
+    item_id: UUID
+    title: str
+    status: str
+    session_id: UUID | None
+    review_status: str | None
+    messages: int
+    segments: int
+    memory_ids: list[UUID]
+
+
+class ReviewDecision(BaseModel):
+    approve: list[UUID] = Field(default_factory=list, max_length=10_000)
+    discard: list[UUID] = Field(default_factory=list, max_length=10_000)
+
+
+class ReviewOutcome(BaseModel):
+    approved: int
+    discarded: int
+    memories_archived: int

@@ -1,0 +1,195 @@
+"""IngestionService: session files and free text in, sessions and memories out.
+
+The hub stores what the client sent (never a path to read later): each file is parsed, normalized,
+redacted (ultron/ingestion/redaction.py), stored as a session with its messages and archived raw. A
+re-sent file writes nothing; a grown one writes only its new messages and queues re-segmentation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from typing import TYPE_CHECKING
+
+from sqlalchemy import select
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import Session
+
+from ultron.db.models import RawUpload
+from ultron.errors import PayloadTooLarge, ValidationFailed
+from ultron.ingestion.formats import parse_session
+from ultron.ingestion.imports import ImportService
+from ultron.ingestion.redaction import Scrubber
+from ultron.ingestion.schemas import FileResult, IngestFile, IngestResult, IngestTextResult, LineProblem
+from ultron.memory.schemas import UploadRequest, UploadResult
+from ultron.tenancy import Actor
+from ultron.trajectory.pipeline import segment_session
+from ultron.trajectory.sessions import notify_work, store_session
+
+if TYPE_CHECKING:
+    from uuid import UUID
+
+    from ultron.hub import Hub
+
+log = logging.getLogger(__name__)
+
+MAX_NAME_CHARS = 1000
+# Malformed lines listed per file; the count beyond is still reported.
+MAX_LINE_PROBLEMS = 100
+
+
+class IngestionService:
+    def __init__(self, hub: Hub):
+        self.hub = hub
+        self.settings = hub.settings
+        self.scrubber = Scrubber(hub.redactor)
+        self.imports = ImportService(hub)
+
+    # --- raw archive -------------------------------------------------------------------------
+
+    def archive(
+        self,
+        session: Session,
+        actor: Actor,
+        kind: str,
+        name: str,
+        data: bytes,
+        session_id: UUID | None = None,
+    ) -> bool:
+        """Keep the redacted raw bytes (up to the cap, once per content). Never blocks ingestion: a failure
+        rolls back only its own savepoint and is logged."""
+        if len(data) > self.settings.raw_archive_max_bytes:
+            return False
+        digest = hashlib.sha256(data).hexdigest()
+        try:
+            with session.begin_nested():
+                seen = session.execute(
+                    select(RawUpload.id).where(
+                        RawUpload.tenant_id == actor.tenant_id,
+                        RawUpload.sha256 == digest,
+                        RawUpload.kind == kind,
+                    )
+                ).first()
+                if seen is not None:
+                    return True
+                clean, counts = self.scrubber.raw(data)
+                session.add(
+                    RawUpload(
+                        tenant_id=actor.tenant_id,
+                        agent_id=actor.agent_id,
+                        agent_name=actor.agent_name,
+                        kind=kind,
+                        name=name,
+                        size_bytes=len(data),
+                        sha256=digest,
+                        content=clean,
+                        redacted_entities=counts,
+                        session_id=session_id,
+                    )
+                )
+                session.flush()
+            return True
+        except (SQLAlchemyError, ValueError, RuntimeError) as exc:
+            log.warning("raw archive of %s failed (%s); ingestion goes on", kind, type(exc).__name__)
+            return False
+
+    # --- files -------------------------------------------------------------------------------
+
+    def _check(self, files: list[IngestFile]) -> None:
+        limit = self.settings.ingest_max_file_bytes
+        for f in files:
+            if len(f.content) > limit:
+                raise PayloadTooLarge(f"{f.name!r} is {len(f.content)} bytes; the per-file limit is {limit}")
+            if not f.name.strip() or len(f.name) > MAX_NAME_CHARS:
+                raise ValidationFailed(f"a file name must be 1-{MAX_NAME_CHARS} characters")
+
+    def ingest_files(self, session: Session, actor: Actor, files: list[IngestFile]) -> IngestResult:
+        """Store each file as a session (one savepoint each, so one bad file does not sink the others)."""
+        self._check(files)
+        results: list[FileResult] = []
+        for f in files:
+            try:
+                with session.begin_nested():
+                    results.append(self._ingest_one(session, actor, f))
+            except SQLAlchemyError as exc:
+                log.warning("ingest of %s failed: %s", f.name, type(exc).__name__)
+                results.append(
+                    FileResult(name=f.name, status="failed", error=f"database error: {type(exc).__name__}")
+                )
+        if any(r.status in ("created", "appended", "replaced") for r in results):
+            notify_work(session, actor.tenant_id)
+        errors = [f"{r.name}: {r.error}" for r in results if r.error]
+        errors += [f"{r.name}: line {p.line}: {p.error}" for r in results for p in r.malformed_lines]
+        return IngestResult(
+            total_files=len(files),
+            successful=sum(1 for r in results if r.status != "failed"),
+            new_segments=sum(r.new_segments for r in results),
+            results=results,
+            errors=errors,
+        )
+
+    def _ingest_one(self, session: Session, actor: Actor, f: IngestFile) -> FileResult:
+        parsed = parse_session(f.content)
+        problems = [LineProblem(line=e.line, error=e.error) for e in parsed.errors[:MAX_LINE_PROBLEMS]]
+        if len(parsed.errors) > MAX_LINE_PROBLEMS:
+            problems.append(
+                LineProblem(line=0, error=f"{len(parsed.errors) - MAX_LINE_PROBLEMS} more malformed lines")
+            )
+        if not parsed.messages:
+            return FileResult(
+                name=f.name,
+                status="failed",
+                error="no messages found",
+                malformed_lines=problems,
+                format=parsed.format,
+            )
+        self.scrubber.messages(parsed.messages)
+        metadata, _ = self.scrubber.json(parsed.metadata)
+        outcome = store_session(session, actor, f.name, parsed.format, parsed.messages, metadata or {})
+        new_segments = 0
+        if outcome.status != "unchanged" and self.segment_inline:
+            new_segments = segment_session(session, self.hub, outcome.session_id, messages=parsed.messages)
+        archived = self.archive(session, actor, "ingest_file", f.name, f.content, outcome.session_id)
+        return FileResult(
+            name=f.name,
+            status=outcome.status,
+            session_id=outcome.session_id,
+            format=parsed.format,
+            messages=outcome.message_count,
+            new_messages=outcome.new_messages,
+            new_segments=new_segments,
+            archived=archived,
+            malformed_lines=problems,
+        )
+
+    @property
+    def segment_inline(self) -> bool:
+        # The heuristic splitter is cheap and cannot fail on a model; an LLM's work belongs in the worker.
+        return self.settings.ingest_segment_inline and not self.hub.intelligence.llm_available
+
+    # --- text --------------------------------------------------------------------------------
+
+    def ingest_text(self, session: Session, actor: Actor, text: str) -> IngestTextResult:
+        """Extract memories from free text with the main LLM (offline: the heuristic) and upload each."""
+        if not text.strip():
+            raise ValidationFailed("text is empty")
+        if len(text) > self.settings.ingest_text_max_chars:
+            raise PayloadTooLarge(
+                f"text is {len(text)} characters; the limit is {self.settings.ingest_text_max_chars}"
+            )
+        clean, _ = self.scrubber.text(text)
+        self.archive(session, actor, "ingest_text", "", text.encode("utf-8"))
+        items = self.hub.intelligence.extract(clean)
+        uploaded: list[UploadResult] = []
+        limit = self.settings.max_field_chars
+        for item in items:
+            request = UploadRequest(
+                content=str(item["content"])[:limit],
+                context=str(item.get("context") or "")[:limit],
+                resolution=str(item.get("resolution") or "")[:limit],
+                tags=[str(t)[:64] for t in item.get("tags") or []][:10],
+            )
+            uploaded.append(self.hub.memory.upload(session, actor, request))
+        return IngestTextResult(
+            memories_extracted=len(items), memories_uploaded=len(uploaded), memories=uploaded
+        )

@@ -1,0 +1,1 @@
+"""The Trajectory Hub: sessions and messages, task segmentation, fingerprints, metrics, extraction."""
