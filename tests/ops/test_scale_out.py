@@ -7,6 +7,7 @@ both API processes becomes exactly one memory. The figures are printed (run with
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -35,6 +36,8 @@ CLIENT_THREADS = 4
 UNIQUE_UPLOADS = 48  # spread over the client threads and both API processes
 HOT_UPLOADS = 16  # the same text, raced through both API processes
 SEARCHES = 48
+INGESTS = 12  # session files; segmented, scored and extracted by the workers, not inline
+DRAIN_TIMEOUT_S = 120.0
 START_TIMEOUT_S = 90.0
 STOP_TIMEOUT_S = 30.0
 
@@ -77,6 +80,7 @@ class Tally:
     errors: list[str] = field(default_factory=list)
     acknowledged: dict[str, str] = field(default_factory=dict)  # unique token -> memory id
     hot_ids: list[str] = field(default_factory=list)
+    sessions: dict[str, str] = field(default_factory=dict)  # file name -> session id
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -91,6 +95,8 @@ def _env(db_url: str, data_dir: Path) -> dict[str, str]:
         ULTRON_REDACTION_ENABLED="false",
         ULTRON_HIT_FLUSH_SECONDS="0.2",
         ULTRON_WORKER_POLL_SECONDS="0.5",
+        # Queue ingested sessions for the workers instead of segmenting them inside the request.
+        ULTRON_INGEST_SEGMENT_INLINE="false",
         ULTRON_LOG_JSON="true",
     )
     return env
@@ -167,13 +173,32 @@ def _text(rng: random.Random, token: str) -> dict[str, str]:
     }
 
 
-def _client_thread(index: int, apis: list[Proc], key: str, tally: Tally, barrier: threading.Barrier) -> None:
+def _session_file(rng: random.Random, token: str) -> str:
+    """A small agent session in the OpenAI messages format: a task, a failure, the fix that worked."""
+    a, b, c = rng.sample(WORDS, 3)
+    lines = [
+        {"role": "user", "content": f"The {a} job fails with a {b} error ({token}); please fix it"},
+        {
+            "role": "assistant",
+            "content": f"Running the {a} job to reproduce: it fails because {b} is missing.",
+        },
+        {"role": "assistant", "content": f"Installed {b} and pinned {c}; the {a} job passes now."},
+        {"role": "user", "content": "Great, that fixed it. Thanks!"},
+    ]
+    return "\n".join(json.dumps(line) for line in lines) + "\n"
+
+
+def _client_thread(
+    index: int, apis: list[Proc], key: str, tally: Tally, barrier: threading.Barrier, ingest: bool
+) -> None:
     rng = random.Random(index)
     headers = {"Authorization": f"Bearer {key}"}
     jobs: list[tuple[str, int]] = []
     jobs += [("upload", i) for i in range(index, UNIQUE_UPLOADS, CLIENT_THREADS)]
     jobs += [("hot", i) for i in range(index, HOT_UPLOADS, CLIENT_THREADS)]
     jobs += [("search", i) for i in range(index, SEARCHES, CLIENT_THREADS)]
+    if ingest:
+        jobs += [("ingest", i) for i in range(index, INGESTS, CLIENT_THREADS)]
     rng.shuffle(jobs)
     clients = [httpx.Client(base_url=p.url or "", headers=headers, timeout=60) for p in apis]
     try:
@@ -185,6 +210,10 @@ def _client_thread(index: int, apis: list[Proc], key: str, tally: Tally, barrier
                     r = client.post("/memories/search", json={"query": " ".join(rng.sample(WORDS, 3))})
                 elif kind == "hot":
                     r = client.post("/memories/upload", json=HOT)
+                elif kind == "ingest":
+                    name = f"load-{i:04d}-{uuid.uuid4().hex[:8]}.jsonl"
+                    body = {"files": [{"name": name, "content": _session_file(rng, name)}]}
+                    r = client.post("/ingest", json=body)
                 else:
                     token = f"tok{i:04d}x{uuid.uuid4().hex[:8]}"
                     r = client.post("/memories/upload", json=_text(rng, token))
@@ -201,17 +230,83 @@ def _client_thread(index: int, apis: list[Proc], key: str, tally: Tally, barrier
                     tally.acknowledged[token] = r.json()["record"]["id"]
                 elif kind == "hot":
                     tally.hot_ids.append(r.json()["record"]["id"])
+                elif kind == "ingest":
+                    result = r.json()["results"][0]
+                    if result["status"] != "created":
+                        tally.errors.append(f"ingest {name}: {result}")
+                    tally.sessions[name] = result["session_id"]
     finally:
         for c in clients:
             c.close()
 
 
+def _ingest_available(api: Proc) -> bool:
+    return "/ingest" in httpx.get(f"{api.url}/openapi.json", timeout=10).json()["paths"]
+
+
+def _pending(conn: psycopg.Connection) -> tuple[int, int]:
+    """Worker items not yet done and not parked: sessions to segment, segments to score or extract."""
+    sessions = conn.execute("SELECT count(*) FROM sessions WHERE needs_segmentation AND parked_at IS NULL")
+    segments = conn.execute(
+        "SELECT count(*) FROM task_segments WHERE stage IN ('score', 'extract') AND parked_at IS NULL"
+    )
+    return sessions.fetchone()[0], segments.fetchone()[0]  # type: ignore[index]
+
+
+def _drain(db_url: str) -> float:
+    """Wait for the workers to finish what the load queued; returns how long that took."""
+    start = time.perf_counter()
+    with psycopg.connect(db_url, autocommit=True) as conn:
+        while _pending(conn) != (0, 0):
+            if time.perf_counter() - start > DRAIN_TIMEOUT_S:
+                pytest.fail(f"workers did not drain the queues in {DRAIN_TIMEOUT_S}s: {_pending(conn)} left")
+            time.sleep(0.25)
+    return time.perf_counter() - start
+
+
+def _scalar(conn: psycopg.Connection, sql: str, *params: object) -> int:
+    return int(conn.execute(sql, params).fetchone()[0])  # type: ignore[index]
+
+
+def _check_ingests(conn: psycopg.Connection, tally: Tally) -> dict[str, object]:
+    """Every ingested session stored once, segmented exactly once by one of the workers, nothing parked."""
+    ids = list(tally.sessions.values())
+    assert len(set(ids)) == INGESTS
+    stored = conn.execute(
+        "SELECT count(*), count(*) FILTER (WHERE needs_segmentation OR parked_at IS NOT NULL) "
+        "FROM sessions WHERE id = ANY(%s::uuid[])",
+        (ids,),
+    ).fetchone()
+    assert stored == (INGESTS, 0), stored
+    live = "stage <> 'superseded' AND session_id = ANY(%s::uuid[])"
+    assert _scalar(conn, f"SELECT count(DISTINCT session_id) FROM task_segments WHERE {live}", ids) == INGESTS
+    duplicated = _scalar(
+        conn,
+        f"SELECT count(*) FROM (SELECT 1 FROM task_segments WHERE {live} "
+        "GROUP BY session_id, segment_index HAVING count(*) > 1) d",
+        ids,
+    )
+    parked = _scalar(conn, f"SELECT count(*) FROM task_segments WHERE {live} AND parked_at IS NOT NULL", ids)
+    assert duplicated == 0 and parked == 0
+    by_worker = dict(
+        conn.execute(
+            "SELECT worker_id, sum((counts->>'done')::int) FROM worker_runs "
+            "WHERE step = 'segment' AND counts ? 'done' GROUP BY worker_id"
+        ).fetchall()
+    )
+    # Each session leased, segmented and finished once in all: no item worked twice across the workers.
+    assert sum(by_worker.values()) == INGESTS, by_worker
+    segments = _scalar(conn, f"SELECT count(*) FROM task_segments WHERE {live}", ids)
+    return {"segments": segments, "sessions_segmented_per_worker": sorted(by_worker.values(), reverse=True)}
+
+
 def test_two_apis_and_two_workers_lose_and_duplicate_nothing(cluster, db_url):
     apis, workers, key = cluster
+    ingest = bool(workers) and _ingest_available(apis[0])
     tally = Tally()
     barrier = threading.Barrier(CLIENT_THREADS)
     threads = [
-        threading.Thread(target=_client_thread, args=(i, apis, key, tally, barrier))
+        threading.Thread(target=_client_thread, args=(i, apis, key, tally, barrier, ingest))
         for i in range(CLIENT_THREADS)
     ]
     start = time.perf_counter()
@@ -220,6 +315,7 @@ def test_two_apis_and_two_workers_lose_and_duplicate_nothing(cluster, db_url):
     for t in threads:
         t.join(timeout=300)
     elapsed = time.perf_counter() - start
+    drained = _drain(db_url) if ingest else 0.0
     worker_alive = {p.name: p.popen.poll() is None for p in workers}
     codes = _stop(apis + workers)  # graceful: buffered search hits are flushed, leases given back
 
@@ -231,21 +327,21 @@ def test_two_apis_and_two_workers_lose_and_duplicate_nothing(cluster, db_url):
             ).fetchall()
         )
         memory_ids = {str(r[0]) for r in conn.execute("SELECT id FROM memories").fetchall()}
-        hot_memories = conn.execute(
-            "SELECT count(*) FROM memories WHERE content = %s", (HOT["content"],)
-        ).fetchone()[0]  # type: ignore[index]
-        hot_contributions = conn.execute(
-            "SELECT count(*) FROM memory_contributions WHERE content = %s", (HOT["content"],)
-        ).fetchone()[0]  # type: ignore[index]
-        total_contributions = conn.execute("SELECT count(*) FROM memory_contributions").fetchone()[0]  # type: ignore[index]
-        worker_rows = (
-            conn.execute("SELECT count(*), count(stopped_at) FROM workers").fetchone() if workers else (0, 0)
+        hot_memories = _scalar(conn, "SELECT count(*) FROM memories WHERE content = %s", HOT["content"])
+        hot_contributions = _scalar(
+            conn, "SELECT count(*) FROM memory_contributions WHERE content = %s", HOT["content"]
         )
-        failed_runs = (
-            conn.execute("SELECT count(*) FROM worker_runs WHERE status = 'failed'").fetchone()[0]  # type: ignore[index]
-            if workers
-            else 0
+        upload_contributions = _scalar(
+            conn,
+            "SELECT count(*) FROM memory_contributions WHERE content ~ 'tok[0-9]{4}x' OR content = %s",
+            HOT["content"],
         )
+        workers_seen = (0, 0)
+        failed_runs = 0
+        if workers:
+            workers_seen = conn.execute("SELECT count(*), count(stopped_at) FROM workers").fetchone()
+            failed_runs = _scalar(conn, "SELECT count(*) FROM worker_runs WHERE status = 'failed'")
+        ingested = _check_ingests(conn, tally) if ingest else {}
 
     lost = [t for t in tally.acknowledged if contributions.get(t, 0) == 0]
     duplicated = [t for t, n in contributions.items() if n > 1]
@@ -253,20 +349,26 @@ def test_two_apis_and_two_workers_lose_and_duplicate_nothing(cluster, db_url):
     served = sum(tally.served.values())
     print(
         f"\nscale-out: {API_PROCESSES} API + {len(workers)} worker processes, {CLIENT_THREADS} clients: "
-        f"{served} requests served in {elapsed:.2f}s ({served / elapsed:.1f} req/s; "
-        f"{dict(tally.served)}), errors {len(tally.errors)}, lost {len(lost)}, "
-        f"duplicates {len(duplicated) + max(0, (hot_memories or 0) - 1)}, "
-        f"hot text: {hot_memories} memory from {hot_contributions} uploads; exit codes {codes}"
+        f"{served} requests served in {elapsed:.2f}s ({served / elapsed:.1f} req/s; {dict(tally.served)}), "
+        f"errors {len(tally.errors)}, lost {len(lost)}, "
+        f"duplicates {len(duplicated) + max(0, hot_memories - 1)}, "
+        f"raced text: {hot_memories} memory from {hot_contributions} uploads; "
+        f"workers drained the ingests in {drained:.2f}s {ingested}; exit codes {codes}"
     )
     assert tally.errors == [], tally.errors[:5]
-    assert tally.served == {"upload": UNIQUE_UPLOADS, "hot": HOT_UPLOADS, "search": SEARCHES}
+    expected = {"upload": UNIQUE_UPLOADS, "hot": HOT_UPLOADS, "search": SEARCHES}
+    assert tally.served == (expected | {"ingest": INGESTS} if ingest else expected)
     assert lost == [] and duplicated == [] and dangling == []
     assert hot_memories == 1 and hot_contributions == HOT_UPLOADS and len(set(tally.hot_ids)) == 1
-    assert total_contributions == UNIQUE_UPLOADS + HOT_UPLOADS
+    assert upload_contributions == UNIQUE_UPLOADS + HOT_UPLOADS
     assert all(code == 0 for code in codes.values()), {p.name: p.output() for p in apis + workers}
     if not workers:
         pytest.skip(
             "the API half passed; `ultron worker` is not in this tree, so the worker half did not run"
         )
     assert all(worker_alive.values()), {p.name: p.output() for p in workers}
-    assert worker_rows == (WORKER_PROCESSES, WORKER_PROCESSES) and failed_runs == 0
+    assert workers_seen == (WORKER_PROCESSES, WORKER_PROCESSES) and failed_runs == 0
+    if not ingest:
+        pytest.skip(
+            "uploads, searches and 2 idle workers passed; no /ingest endpoint in this tree to feed them"
+        )
