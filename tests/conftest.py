@@ -89,7 +89,6 @@ def settings(db_url: str, tmp_path: Path) -> Settings:
         llm_timeout=0.5,
         llm_max_retries=1,
         llm_retry_base_delay=0.01,
-        redaction_enabled=False,  # TEMP until the redactor lands
     )
 
 

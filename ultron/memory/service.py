@@ -70,6 +70,8 @@ class CompanionHooks(Protocol):
 
 
 class Redactor(Protocol):
+    def redact(self, text: str, policy: Any = None) -> Any: ...
+
     def redact_fields(
         self, fields: dict[str, str | None], policy: Any = None
     ) -> tuple[dict[str, str | None], dict[str, int]]: ...
@@ -152,6 +154,11 @@ class MemoryService:
     def _prepare(self, req: UploadRequest, actor: Actor) -> _Prepared:
         fields = {"content": req.content, "context": req.context, "resolution": req.resolution}
         self._check_sizes(fields)
+        # Refuse bad input before any model call.
+        if req.scope == "group" and not req.group:
+            raise ValidationFailed("scope 'group' needs a group name")
+        if req.scope == "group" and req.group not in actor.groups:
+            raise ValidationFailed(f"agent {actor.agent_name!r} is not in group {req.group!r}")
         fields, tags, redacted = self._redact(fields, req.tags)
         if not fields["content"].strip():
             raise ValidationFailed("content is empty after redaction")
@@ -159,10 +166,6 @@ class MemoryService:
         if memory_type not in MEMORY_TYPES:
             memory_type = "pattern"
         l0, l1 = self.intelligence.summarize(**fields)
-        if req.scope == "group" and not req.group:
-            raise ValidationFailed("scope 'group' needs a group name")
-        if req.scope == "group" and req.group not in actor.groups:
-            raise ValidationFailed(f"agent {actor.agent_name!r} is not in group {req.group!r}")
         return _Prepared(
             fields=fields,
             tags=tags[: self.settings.max_tags],
@@ -290,6 +293,40 @@ class MemoryService:
             merged_text=text_changed,
         )
 
+    def absorb(self, session: Session, actor: Actor, winner_id: UUID, loser_id: UUID, sim: float) -> bool:
+        """Consolidation: merge the loser into the winner as an upload would, then archive it with a link.
+
+        Returns False (and changes nothing) when either is no longer active or the loser is pinned.
+        """
+        loser = session.get(Memory, loser_id, with_for_update=True, populate_existing=True)
+        winner = session.get(Memory, winner_id, with_for_update=True, populate_existing=True)
+        if loser is None or winner is None or loser.pinned or "archived" in (loser.status, winner.status):
+            return False
+        owner = str(loser.agent_id) if loser.scope == "private" else (loser.group_name or "")
+        session.execute(
+            text("SELECT pg_advisory_xact_lock(:ns, :key)"),
+            {"ns": DEDUP_LOCK_NAMESPACE, "key": _lock_key(actor, loser.memory_type, loser.scope, owner)},
+        )
+        fields = {"content": loser.content, "context": loser.context, "resolution": loser.resolution}
+        prepared = _Prepared(
+            fields=fields,
+            tags=list(loser.tags),
+            redacted={},  # already counted on the loser, which is kept
+            memory_type=loser.memory_type,
+            embedding=loser.embedding,
+            summary_l0=loser.summary_l0,
+            overview_l1=loser.overview_l1,
+            content_hash=loser.content_hash,
+            scope=loser.scope,
+            group=loser.group_name,
+        )
+        self._merge(session, actor, prepared, winner_id, sim, "merged")
+        loser.status, loser.archived_reason = "archived", "consolidated"
+        loser.merged_into_id, loser.archived_at = winner_id, datetime.now(UTC)
+        session.flush()
+        self._activity(session, actor, "consolidate", loser_id, {"into": str(winner_id), "similarity": sim})
+        return True
+
     def _apply_text(self, memory: Memory, fields: dict[str, str]) -> None:
         """New text: re-embed, re-summarize, re-index."""
         memory.content, memory.context, memory.resolution = (fields[k] for k in TEXT_FIELDS)
@@ -375,7 +412,9 @@ class MemoryService:
         limit = self.settings.memory_search_limit if limit is None else limit
         if not 1 <= limit <= 200:
             raise ValidationFailed("limit must be between 1 and 200")
-        vector = np.asarray(self.embedder.embed([query[:4000]], kind="query")[0], dtype=np.float32)
+        # Queries go to the embedding provider (maybe an external API): redact them like any text.
+        query = self.redactor.redact(query[:4000]).text if self.redactor is not None else query[:4000]
+        vector = np.asarray(self.embedder.embed([query], kind="query")[0], dtype=np.float32)
         st = self.settings
         rows = session.execute(
             q("search_memories"),
@@ -385,7 +424,7 @@ class MemoryService:
                 "groups": list(actor.groups),
                 "tier": tier,
                 "embedding": vector,
-                "tsquery": fulltext.query_text(query[:4000], self.common_terms.get(session)),
+                "tsquery": fulltext.query_text(query, self.common_terms.get(session)),
                 "candidates": max(st.search_candidates, limit),
                 "fts_pool": st.fulltext_pool,
                 "ft_weight": st.fulltext_weight,
