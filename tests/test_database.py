@@ -18,6 +18,16 @@ from ultron.sdk._local import LocalBackend
 
 EXPECTED_QUERIES = {"nearest_same_type", "search_memories", "record_hits", "term_frequencies", "raw_knn"}
 EXPECTED_QUERIES |= {
+    "brief_pinned",
+    "brief_hot",
+    "ripple_from",
+    "prune_ripples",
+    "ripple_levels",
+    "serendipity_pool",
+    "dream_candidates",
+    "mark_reflected",
+}
+EXPECTED_QUERIES |= {
     "pending_sessions",
     "pending_segments",
     "lock_session_for_work",

@@ -196,6 +196,17 @@ def cmd_stats(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- agents' tools ------------------------------------------------------------------------------
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    from ultron.mcp.stdio import serve_stdio
+
+    # stdout is the MCP channel: everything else goes to stderr.
+    serve_stdio(_sdk(args))
+    return 0
+
+
 # --- maintenance ---------------------------------------------------------------------------------
 
 
@@ -368,6 +379,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(p)
     _add_remote(p)
     p.set_defaults(func=cmd_stats)
+
+    p = sub.add_parser("mcp", help="MCP server over stdio (Claude Desktop, Claude Code, any MCP client)")
+    _add_common(p)
+    _add_remote(p)
+    p.set_defaults(func=cmd_mcp)
 
     db = sub.add_parser("db", help="database maintenance").add_subparsers(dest="db_command", required=True)
     p = db.add_parser("upgrade", help="migrate the database to the newest schema")

@@ -164,7 +164,9 @@ def test_using_a_memory_ripples_to_its_time_neighbours(hub, alice):
     after = {r.record.id: r for r in alice.search_memories("orders", explain=True, limit=10)}
     assert after[near.id].explain.ripple == pytest.approx(hub.settings.ripple_weight)
     assert after[near.id].explain.ripple_count == 1
-    assert after[near.id].score == pytest.approx(base[near.id].score * (1 + hub.settings.ripple_weight), rel=1e-3)
+    assert after[near.id].score == pytest.approx(
+        base[near.id].score * (1 + hub.settings.ripple_weight), rel=1e-3
+    )
     assert after[far.id].explain.ripple is None  # created five days away: outside the 48 h window
 
 
@@ -173,7 +175,9 @@ def test_ripples_are_capped(hub, alice):
     near = alice.upload_memory("Grafana alert for disk usage fired twice overnight")
     for _ in range(10):
         alice.get_memory_details([used.id])
-    result = next(r for r in alice.search_memories("Grafana disk alert", explain=True) if r.record.id == near.id)
+    result = next(
+        r for r in alice.search_memories("Grafana disk alert", explain=True) if r.record.id == near.id
+    )
     assert result.explain.ripple == pytest.approx(hub.settings.ripple_cap)
     assert result.explain.ripple_count == 10
 

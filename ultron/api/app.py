@@ -198,7 +198,10 @@ def create_app(hub: Hub, *, allow_open: bool = False) -> FastAPI:
     from ultron.ingestion.router import router as ingestion  # imports `call` from this module
 
     app.include_router(ingestion)
-    return app
     from ultron.companion.router import router as companion  # imports `call` from this module
 
     app.include_router(companion)
+    from ultron.mcp.http import mount_mcp  # MCP over streamable HTTP at /mcp, same Bearer keys
+
+    mount_mcp(app, hub)
+    return app

@@ -1,0 +1,210 @@
+"""The MCP server, driven by the official MCP SDK client: every tool over stdio and over streamable HTTP."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+import uvicorn
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamablehttp_client
+
+from ultron.api.app import create_app
+from ultron.mcp.server import TOOL_NAMES
+from ultron.sdk._local import LocalBackend
+from ultron.tenancy import create_agent
+
+HAS_INGEST = hasattr(LocalBackend, "ingest_text")
+EXPECTED_TOOLS = {name for name in TOOL_NAMES if HAS_INGEST or name != "ingest_text"}
+SECRET = "my private note: I am nervous about the database failover drill on Thursday"
+
+
+async def call(session: ClientSession, tool: str, **arguments: Any) -> Any:
+    result = await session.call_tool(tool, arguments)
+    assert not result.isError, result.content
+    return json.loads(result.content[0].text)
+
+
+async def call_error(session: ClientSession, tool: str, **arguments: Any) -> str:
+    result = await session.call_tool(tool, arguments)
+    assert result.isError
+    return result.content[0].text
+
+
+async def exercise_every_tool(session: ClientSession) -> dict[str, Any]:
+    """List the tools, then call each one as an agent would in a session; returns what it stored."""
+    tools = (await session.list_tools()).tools
+    assert {t.name for t in tools} == EXPECTED_TOOLS
+    search = next(t for t in tools if t.name == "search_memories")
+    assert "before non-trivial work" in search.description.lower()
+    upload = next(t for t in tools if t.name == "upload_memory")
+    assert "never include secrets" in upload.description.lower()
+
+    brief = await call(session, "brief", task="a python cron job")
+    assert brief["items"] == [] and brief["tokens"] <= brief["max_tokens"]
+    stored = await call(
+        session,
+        "upload_memory",
+        content="ModuleNotFoundError: No module named 'pandas' when the nightly cron job runs",
+        context="cron uses /usr/bin/python3, not the project venv",
+        resolution="put the venv interpreter's absolute path in the crontab line",
+        tags=["python", "cron"],
+    )
+    memory_id = stored["record"]["id"]
+    assert stored["decision"] == "created"
+    private = await call(session, "upload_memory", content=SECRET, scope="private", valence=-0.4, arousal=0.7)
+    found = await call(session, "search_memories", query="pandas cron ModuleNotFoundError", explain=True)
+    assert found["results"][0]["record"]["id"] == memory_id
+    assert found["results"][0]["explain"]["relevance"] > 0
+    details = await call(session, "get_memory_details", ids=[memory_id])
+    assert details["records"][0]["resolution"].startswith("put the venv")
+    edited = await call(session, "edit", memory_id=memory_id, tags=["python", "cron", "venv"])
+    assert edited["tags"] == ["python", "cron", "venv"]
+    assert (await call(session, "pin", memory_id=memory_id))["pinned"] is True
+    brief = await call(session, "brief", task="cron job cannot import pandas", max_tokens=400)
+    assert brief["items"][0]["id"] == memory_id and brief["items"][0]["section"] == "pinned"
+    dream = await call(session, "dream", limit=5)
+    assert {i["record"]["id"] for i in dream["items"]} == {memory_id, private["record"]["id"]}
+    lesson = await call(
+        session,
+        "reflect",
+        content="Cron jobs never see the venv: always use absolute paths",
+        source_ids=[memory_id],
+    )
+    assert lesson["record"]["memory_type"] == "reflection" and lesson["marked"] == [memory_id]
+    if HAS_INGEST:
+        ingested = await call(
+            session,
+            "ingest_text",
+            text="Lesson learned: the staging Redis evicts keys at 2 GB; raise maxmemory before load tests.",
+        )
+        assert isinstance(ingested, dict)
+    assert "not found" in await call_error(
+        session, "get_memory_details", ids=[lesson["record"]["id"][:-1] + "0"]
+    )
+    assert (await call(session, "forget", memory_id=lesson["record"]["id"]))["deleted"] == lesson["record"][
+        "id"
+    ]
+    assert "not found" in await call_error(session, "get_memory_details", ids=[lesson["record"]["id"]])
+    return {"memory_id": memory_id, "private_id": private["record"]["id"]}
+
+
+# --- stdio ----------------------------------------------------------------------------------------
+
+
+def _stdio_params(settings, agent: str) -> StdioServerParameters:  # type: ignore[no-untyped-def]
+    env = {
+        **os.environ,
+        "ULTRON_DATABASE_URL": settings.database_url.get_secret_value(),
+        "ULTRON_DATA_DIR": str(settings.data_dir),
+        "ULTRON_EMBEDDING_PROVIDER": "hash",
+        "ULTRON_LLM_PROVIDER": "heuristic",
+        "ULTRON_REDACTION_ENABLED": "false",
+        "ULTRON_HIT_FLUSH_SECONDS": "0",
+    }
+    return StdioServerParameters(
+        command=sys.executable, args=["-m", "ultron.cli", "mcp", "--agent", agent], env=env
+    )
+
+
+@asynccontextmanager
+async def stdio_session(settings, agent: str) -> AsyncIterator[ClientSession]:  # type: ignore[no-untyped-def]
+    """`ultron mcp --agent AGENT` as a subprocess, talked to by the SDK's stdio client."""
+    async with (
+        stdio_client(_stdio_params(settings, agent)) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        yield session
+
+
+async def other_agent_sees_nothing_private(session: ClientSession, stored: dict[str, Any]) -> None:
+    found = await call(session, "search_memories", query="nervous database failover drill", limit=50)
+    assert stored["private_id"] not in {r["record"]["id"] for r in found["results"]}
+    assert "not found" in await call_error(session, "get_memory_details", ids=[stored["private_id"]])
+    brief = await call(session, "brief")
+    assert stored["private_id"] not in {i["id"] for i in brief["items"]}
+    dream = await call(session, "dream", limit=50)
+    assert stored["private_id"] not in {i["record"]["id"] for i in dream["items"]}
+
+
+def test_every_tool_over_stdio(hub, settings):
+    async def main() -> None:
+        async with stdio_session(settings, "alice") as session:
+            stored = await exercise_every_tool(session)
+        async with stdio_session(settings, "bob") as session:
+            await other_agent_sees_nothing_private(session, stored)
+
+    anyio.run(main)
+
+
+# --- streamable HTTP ------------------------------------------------------------------------------
+
+
+@contextmanager
+def serve(app) -> Iterator[str]:  # type: ignore[no-untyped-def]
+    """The hub app on 127.0.0.1 in a thread, with its lifespan (the MCP session manager) running."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert time.monotonic() < deadline and thread.is_alive(), "the hub did not start"
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+
+
+@pytest.fixture()
+def keys(hub) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    with hub.db.session() as s:
+        return {name: create_agent(s, name)[1] for name in ("alice", "bob")}
+
+
+@asynccontextmanager
+async def http_session(url: str, key: str) -> AsyncIterator[ClientSession]:
+    """The SDK's streamable HTTP client against the hub's /mcp, with an agent's Bearer key."""
+    transport = streamablehttp_client(f"{url}/mcp", headers={"Authorization": f"Bearer {key}"})
+    async with transport as (read, write, _), ClientSession(read, write) as session:
+        await session.initialize()
+        yield session
+
+
+def test_every_tool_over_streamable_http(hub, keys):
+    async def main(url: str) -> None:
+        async with http_session(url, keys["alice"]) as session:
+            stored = await exercise_every_tool(session)
+        async with http_session(url, keys["bob"]) as session:
+            await other_agent_sees_nothing_private(session, stored)
+            # bob may read alice's shared memory but not change it.
+            assert "did not contribute" in await call_error(session, "forget", memory_id=stored["memory_id"])
+
+    with serve(create_app(hub, allow_open=False)) as url:
+        anyio.run(main, url)
+
+
+def test_http_mcp_needs_a_valid_key(hub, keys):
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    headers = {"Accept": "application/json, text/event-stream"}
+    with serve(create_app(hub, allow_open=False)) as url:
+        missing = httpx.post(f"{url}/mcp", json=body, headers=headers)
+        wrong = httpx.post(f"{url}/mcp", json=body, headers={**headers, "Authorization": "Bearer ult_nope"})
+    assert missing.status_code == 401 and missing.json()["error"] == "unauthorized"
+    assert wrong.status_code == 401 and "unknown API key" in wrong.json()["detail"]

@@ -1,0 +1,1 @@
+"""MCP server: Ultron's tools for any MCP client, over stdio (`ultron mcp`) or streamable HTTP (`/mcp`)."""
