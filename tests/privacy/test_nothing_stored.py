@@ -27,17 +27,19 @@ def scan_database(hub) -> list[tuple[str, str, str]]:  # type: ignore[no-untyped
     with hub.db.session() as s:
         columns = s.execute(
             text(
-                "SELECT table_name, column_name FROM information_schema.columns "
+                "SELECT table_name, column_name, data_type FROM information_schema.columns "
                 "WHERE table_schema = current_schema() AND data_type IN ('text', 'jsonb', 'ARRAY', 'bytea', "
                 "'character varying', 'tsvector')"
             )
         ).all()
-        for table, column in columns:
+        for table, column, data_type in columns:
             for name, value in SECRETS.items():
-                where = f'position(lower(:v) IN lower("{column}"::text)) > 0'
-                found = s.execute(
-                    text(f'SELECT count(*) FROM "{table}" WHERE {where}'), {"v": value}
-                ).scalar_one()
+                if data_type == "bytea":  # raw archives: search the bytes themselves
+                    where = f"position(convert_to(:v, 'UTF8') IN \"{column}\") > 0"
+                else:
+                    where = f'position(lower(:v) IN lower("{column}"::text)) > 0'
+                sql = text(f'SELECT count(*) FROM "{table}" WHERE {where}')
+                found = s.execute(sql, {"v": value}).scalar_one()
                 if found:
                     hits.append((table, column, name))
     return hits
@@ -98,4 +100,83 @@ def test_secrets_in_uploads_and_edits_reach_no_table_and_no_model(remote_hub, fa
         "PHONE_NUMBER",
         "DB_URL_PASSWORD",
         "AWS_ACCESS_KEY",
+    }
+
+
+def test_secrets_in_sessions_ingest_text_and_archives_reach_no_table_and_no_model(remote_hub, fake_openai):
+    from ultron.ingestion.schemas import IngestFile
+    from ultron.trajectory.pipeline import process_pending
+
+    hub = remote_hub
+    fake_openai.chat_reply = (
+        "not json"  # every LLM step falls back to its heuristic, after sending its prompt
+    )
+    lines = [
+        {
+            "role": "user",
+            "content": f"Deploy fails. Key {SECRETS['LLM_API_KEY']}, mail {SECRETS['EMAIL_ADDRESS']}",
+        },
+        {
+            "role": "assistant",
+            "content": "Running the deploy script.",
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {
+                        "name": "shell",
+                        "arguments": json.dumps(
+                            {"cmd": f"git push https://x:{SECRETS['GITHUB_TOKEN']}@github.com/o/r"}
+                        ),
+                    },
+                }
+            ],
+        },
+        {
+            "role": "tool",
+            "tool_call_id": "call_1",
+            "content": f"error: auth failed for {SECRETS['AWS_ACCESS_KEY']}",
+        },
+        {"role": "assistant", "content": "Fixed: rotated the token and pushed again. Deploy succeeded."},
+        {"role": "user", "content": f"Thanks! Call me at {SECRETS['PHONE_NUMBER']} if it breaks."},
+    ]
+    body = "\n".join(json.dumps(line) for line in lines).encode()
+    with hub.db.session() as s:
+        actor = local_actor(s)
+        hub.ingestion.ingest_files(
+            s, actor, [IngestFile(name="/home/alice/sessions/deploy.jsonl", content=body)]
+        )
+        hub.ingestion.ingest_text(
+            s,
+            actor,
+            f"1. Deploy broke: DATABASE_URL=postgresql://app:{SECRETS['DB_URL_PASSWORD']}@db/app was wrong.\n"
+            f"   Fix: rotate {SECRETS['AWS_ACCESS_KEY']} and update the secret.\n\n"
+            f"2. Contact {SECRETS['EMAIL_ADDRESS']} before rotating keys.",
+        )
+    process_pending(hub)
+    hub.hits.flush()
+
+    with hub.db.session() as s:
+        stored = s.execute(text("SELECT count(*) FROM session_messages")).scalar_one()
+        archived = s.execute(text("SELECT count(*) FROM raw_user_uploads")).scalar_one()
+    assert stored == len(lines) and archived == 2  # the session and the text really were stored
+    assert scan_database(hub) == []
+    leaked = [name for body in fake_openai.bodies() for name, value in SECRETS.items() if value in body]
+    assert leaked == []
+
+    # The scan itself can see a secret in raw bytes and in text (so the empty results above mean something).
+    with hub.db.session() as s:
+        s.execute(
+            text(
+                "UPDATE raw_user_uploads SET content = convert_to('x ' || :v, 'UTF8') "
+                "WHERE kind = 'ingest_text'"
+            ),
+            {"v": SECRETS["GITHUB_TOKEN"]},
+        )
+        s.execute(
+            text("UPDATE session_messages SET content = content || :v"), {"v": SECRETS["EMAIL_ADDRESS"]}
+        )
+    assert {(t, n) for t, _, n in scan_database(hub)} == {
+        ("raw_user_uploads", "GITHUB_TOKEN"),
+        ("session_messages", "EMAIL_ADDRESS"),
     }
