@@ -38,6 +38,17 @@ EXPECTED_QUERIES |= {
 }
 
 
+# The dashboard's aggregates and map sample (sql/dashboard.sql).
+EXPECTED_QUERIES |= {
+    "activity_by_day",
+    "memory_hit_days",
+    "map_nodes",
+    "map_totals",
+    "worker_runs_recent",
+    "worker_runs_by_status",
+}
+
+
 def test_every_named_query_loads():
     assert set(all_queries()) >= EXPECTED_QUERIES
     for name in EXPECTED_QUERIES:

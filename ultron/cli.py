@@ -240,6 +240,18 @@ def cmd_db_upgrade(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_dashboard_screenshots(args: argparse.Namespace) -> int:
+    from ultron.web.screenshots import main as take_screenshots
+
+    return take_screenshots(args, _settings(args))
+
+
+def cmd_dashboard_bench(args: argparse.Namespace) -> int:
+    from ultron.web.bench import run
+
+    return run(args, _settings(args))
+
+
 def cmd_reembed(args: argparse.Namespace) -> int:
     from ultron.memory.reembed import reembed
 
@@ -404,6 +416,20 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(p)
     p.add_argument("--batch-size", type=int, default=128)
     p.set_defaults(func=cmd_reembed)
+
+    p = sub.add_parser("dashboard-screenshots", help="a PNG of every dashboard page, via headless Chromium")
+    _add_common(p)
+    _add_remote(p)
+    p.add_argument("dir", help="folder for the PNG files")
+    p.add_argument("--demo", action="store_true", help="photograph a throw-away hub filled with demo data")
+    p.add_argument("--query", default="postgres connection refused", help="the search page's query")
+    p.set_defaults(func=cmd_dashboard_screenshots)
+    p = sub.add_parser("dashboard-bench", help="dashboard API and page-load times at N memories")
+    _add_common(p)
+    p.add_argument("--size", type=int, default=100_000, help="memories to load, default 100000")
+    p.add_argument("--repeat", type=int, default=20, help="calls per API endpoint")
+    p.add_argument("--page-repeat", dest="page_repeat", type=int, default=5, help="loads per page")
+    p.set_defaults(func=cmd_dashboard_bench)
 
     p = sub.add_parser(
         "dedup-calibration", help="dedup precision/recall of the active model at its thresholds"

@@ -195,6 +195,10 @@ def create_app(hub: Hub, *, allow_open: bool = False) -> FastAPI:
     app.include_router(system)
     app.include_router(ops)
     app.include_router(memories)
+    from ultron.web import router as dashboard  # imports `call` from this module, so not at the top
+
+    app.include_router(dashboard.pages)
+    app.include_router(dashboard.api)
     from ultron.ingestion.router import router as ingestion  # imports `call` from this module
 
     app.include_router(ingestion)

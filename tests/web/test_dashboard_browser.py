@@ -1,0 +1,212 @@
+"""The dashboard in a real browser: Debian's Chromium, driven by Playwright, against a live hub."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+
+from ultron.db.models import Memory
+from ultron.memory.schemas import UploadRequest
+from ultron.tenancy import local_actor
+from ultron.web.demo import DEMO_MEMORIES
+from ultron.web.screenshots import VIEWPORT, chromium_path, launch
+
+pytestmark = pytest.mark.skipif(
+    chromium_path() is None,
+    reason="no Chromium at /usr/bin/chromium: install Debian's package (apt-get install -y chromium) to run "
+    "the browser tests",
+)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+    with sync_api.sync_playwright() as p:
+        b = launch(p)
+        yield b
+        b.close()
+
+
+@pytest.fixture()
+def page(browser):  # type: ignore[no-untyped-def]
+    context = browser.new_context(viewport=VIEWPORT)
+    pg = context.new_page()
+    errors: list[str] = []
+    pg.on("pageerror", lambda exc: errors.append(str(exc)))
+    pg.set_default_timeout(15_000)
+    yield pg
+    context.close()
+    assert not errors, f"JavaScript errors on the page: {errors}"
+
+
+def _sign_in(page, url: str, key: str) -> None:  # type: ignore[no-untyped-def]
+    page.goto(f"{url}/dashboard")
+    page.wait_for_selector("#signin:not([hidden])")
+    page.fill("#signin-key", key)
+    page.click("#signin-form button[type=submit]")
+    page.wait_for_selector("#app:not([hidden])")
+
+
+def _db_memory(hub, memory_id) -> Memory:  # type: ignore[no-untyped-def]
+    with hub.db.session() as s:
+        return s.execute(select(Memory).where(Memory.id == memory_id)).scalar_one()
+
+
+def test_sign_in_keeps_the_key_in_session_storage_only(page, live_hub, demo):
+    page.goto(f"{live_hub}/dashboard")
+    page.wait_for_selector("#signin:not([hidden])")
+    page.fill("#signin-key", "ult_not-a-real-key")
+    page.click("#signin-form button[type=submit]")
+    page.wait_for_selector("#signin-error:has-text('unknown API key')")
+    assert page.is_hidden("#app")
+    _sign_in(page, live_hub, demo.keys["cursor-agent"])
+    assert page.text_content("[data-testid=agent-name]") == "cursor-agent"
+    assert page.evaluate("sessionStorage.getItem('ultron.apiKey')") == demo.keys["cursor-agent"]
+    assert page.evaluate("localStorage.length") == 0
+    page.click("[data-testid=sign-out]")
+    page.wait_for_selector("#signin:not([hidden])")
+    assert page.evaluate("sessionStorage.getItem('ultron.apiKey')") is None
+
+
+def test_every_page_shows_the_hubs_data(page, live_hub, demo):
+    _sign_in(page, live_hub, demo.keys["claude-code"])
+    page.wait_for_selector("[data-testid=activity-chart] rect")
+    assert page.text_content("[data-testid=kpi-total] .value") == str(len(DEMO_MEMORIES))
+    assert page.text_content("[data-testid=kpi-pinned] .value") == "1"
+    assert page.text_content("[data-testid=by-tier] [data-key=hot] .num") == "2"
+    assert "worker" in page.text_content("[data-testid=worker]").lower()
+
+    page.click("#nav a[data-page=memories]")
+    page.wait_for_selector("#memory-rows tr[data-id]")
+    assert page.locator("#memory-rows tr[data-id]").count() == len(DEMO_MEMORIES)
+    assert (
+        page.text_content("[data-testid=memory-count]")
+        == f"1–{len(DEMO_MEMORIES)} of {len(DEMO_MEMORIES)} memories"
+    )
+    page.select_option("select[data-filter=tier]", "hot")
+    page.wait_for_function("document.querySelectorAll('#memory-rows tr[data-id]').length === 2")
+
+    page.click("#nav a[data-page=map]")
+    page.wait_for_selector("[data-testid=map-svg] circle.node")
+    assert page.locator("[data-testid=map-svg] circle.node").count() == len(DEMO_MEMORIES) - 1
+    page.click(f"[data-testid=map-svg] circle.node[data-id='{demo.memory_ids[2]}']")
+    page.wait_for_selector("#drawer [data-testid=memory-title]")
+    assert "env" in page.text_content("#drawer [data-testid=memory-title]")
+
+    page.click("#nav a[data-page=skills]")
+    page.wait_for_selector("[data-testid=skills-empty], .page-head:has-text('Skills') + .card")
+    page.click("#nav a[data-page=trajectories]")
+    page.wait_for_selector(".page-head h1:has-text('Trajectories')")
+    page.click("#nav a[data-page=settings]")
+    page.wait_for_selector("[data-testid=settings-table] tr")
+    assert "embedding_provider" in page.text_content("[data-testid=settings-table]")
+
+
+def test_search_shows_score_components(page, live_hub, demo):
+    _sign_in(page, live_hub, demo.keys["claude-code"])
+    page.click("#nav a[data-page=search]")
+    page.fill("[data-testid=search-q]", "postgres connection refused docker")
+    page.click("[data-testid=search-go]")
+    page.wait_for_selector(".result")
+    first = page.locator(".result").first
+    assert "Postgres connection refused" in first.text_content()
+    for component in ("relevance", "vector", "full text", "tier boost", "hotness"):
+        assert first.locator(f"[data-component='{component}'] .fill").count() == 1
+    first.click()
+    page.wait_for_selector("#drawer [data-testid=memory-title]")
+    assert "Postgres connection refused" in page.text_content("#drawer [data-testid=memory-title]")
+
+
+def test_open_a_memory_and_pin_it_without_counting_hits(page, live_hub, hub, demo):
+    target = demo.memory_ids[5]
+    hub.hits.flush()
+    before = _db_memory(hub, target)
+    assert not before.pinned
+    _sign_in(page, live_hub, demo.keys["claude-code"])
+    page.click("#nav a[data-page=memories]")
+    page.click(f"#memory-rows tr[data-id='{target}']")
+    page.wait_for_selector("#drawer [data-testid=contributions] .contrib")
+    assert page.text_content("#drawer [data-testid=memory-title]").startswith(
+        "Kubernetes pod CrashLoopBackOff"
+    )
+    page.click("#drawer .tabs button[data-level=full]")
+    assert "ConfigMap" in page.text_content("#drawer [data-testid=memory-text]")
+    assert page.locator("#drawer [data-testid=hit-chart]").count() == 1
+    page.click("#drawer [data-testid=pin]")
+    page.wait_for_selector("#drawer [data-testid=pinned-chip]")
+    page.wait_for_selector(f"#memory-rows tr[data-id='{target}'] td.summary:has-text('★')")
+    hub.hits.flush()
+    after = _db_memory(hub, target)
+    assert after.pinned and after.hit_count == before.hit_count
+
+
+def test_edit_archive_and_delete(page, live_hub, hub, demo):
+    target = demo.memory_ids[6]
+    _sign_in(page, live_hub, demo.keys["claude-code"])
+    page.goto(f"{live_hub}/dashboard#/memories/{target}")
+    page.wait_for_selector("#drawer [data-testid=edit]")
+    page.click("#drawer [data-testid=edit]")
+    page.fill("[data-testid=edit-form] input[name=tags]", "http, retry, backoff")
+    page.click("[data-testid=edit-form] button[type=submit]")
+    page.wait_for_selector("#drawer [data-testid=archive]")
+    assert _db_memory(hub, target).tags == ["http", "retry", "backoff"]
+    page.click("#drawer [data-testid=archive]")
+    page.wait_for_selector("#drawer .chip.archived")
+    assert _db_memory(hub, target).status == "archived"
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.click("#drawer [data-testid=delete]")
+    page.wait_for_selector("#drawer", state="hidden")
+    with hub.db.session() as s:
+        assert s.get(Memory, target) is None
+
+
+def test_an_open_loopback_hub_skips_sign_in(page, hub):
+    from ultron.api.app import create_app
+    from ultron.web.serve import LiveServer
+
+    with hub.db.session() as s:
+        hub.memory.upload(s, local_actor(s), UploadRequest(content="nginx 502 after upstream restart"))
+    with LiveServer(create_app(hub, allow_open=True)) as url:
+        page.goto(f"{url}/dashboard#/memories")
+        page.wait_for_selector("#memory-rows tr[data-id]")
+        assert page.is_hidden("#signin")
+        assert page.text_content("[data-testid=agent-name]") == "local"
+        assert "nginx 502" in page.text_content("#memory-rows")
+
+
+CHAT_EXPORT = """User: How do I stop git from asking for my password on every push over HTTPS?
+Assistant: Use a credential helper (git config --global credential.helper store) or switch the remote to SSH.
+User: Switched to SSH, works now.
+---
+User: Why does my docker build ignore .dockerignore?
+Assistant: It must sit in the build context's root; you passed a subfolder as the context.
+User: Moved it, the image is 300 MB smaller.
+"""
+
+
+def test_import_a_file_and_watch_its_progress(page, live_hub, demo):
+    import httpx
+
+    key = demo.keys["claude-code"]
+    features = httpx.get(f"{live_hub}/api/dashboard/features", headers={"Authorization": f"Bearer {key}"})
+    if not features.json()["imports"]:
+        pytest.skip("this hub has no import endpoints yet")
+    _sign_in(page, live_hub, demo.keys["claude-code"])
+    page.click("#nav a[data-page=trajectories]")
+    page.wait_for_selector("[data-testid=import-go]")
+    page.select_option("[data-testid=import-kind]", "text")
+    page.set_input_files(
+        "[data-testid=import-file]",
+        files=[{"name": "chats.txt", "mimeType": "text/plain", "buffer": CHAT_EXPORT.encode()}],
+    )
+    page.click("[data-testid=import-go]")
+    page.wait_for_selector("[data-testid=import-progress][data-status=done]", timeout=30_000)
+    progress = page.locator("[data-testid=import-progress]").first
+    assert progress.get_attribute("data-progress") == "100"
+    assert "2 of 2 conversations" in progress.text_content()
+    page.click("[data-testid=import-review]")
+    page.wait_for_selector("[data-testid=import-review-items] tr")
+    assert page.locator("[data-testid=import-review-items] tr").count() == 2

@@ -1,0 +1,164 @@
+"""`ultron dashboard-bench`: API and page-load times of the dashboard at a given number of memories.
+
+A throw-away hub on a fresh embedded database is bulk-filled (ultron/bench.py's COPY loader), its tiers
+and hit counts spread as a used hub's are (10 % hot, 40 % warm, the rest cold; Zipf-like hits), then:
+API timings are taken over HTTP on loopback (median and p95 of `--repeat` calls), and page loads in
+headless Chromium, from navigation until the page's data is drawn.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+from sqlalchemy import text
+
+API_CASES = (
+    ("list, first page (50)", "/api/dashboard/memories?limit=50"),
+    ("list, page 2 by cursor", "CURSOR"),
+    ("list, most used first", "/api/dashboard/memories?limit=50&sort=hits"),
+    ("list, type + tier filter", "/api/dashboard/memories?limit=50&type=error&tier=hot"),
+    ("list, text filter", "/api/dashboard/memories?limit=50&q=docker%20timeout"),
+    ("map (300 per tier)", "/api/dashboard/map?per_tier=300"),
+    ("overview (30 days)", "/api/dashboard/overview?days=30"),
+)
+PAGE_CASES = (
+    ("overview", "[data-testid=activity-chart]"),
+    ("memories", "#memory-rows tr[data-id]"),
+    ("map", "[data-testid=map-svg] circle.node"),
+)
+
+
+def spread_usage(hub: Any) -> None:
+    """Tiers and hits as a hub in use has them, so the map and the 'most used' sort have work to do."""
+    from ultron.db.vectors import create_vector_index, drop_vector_index
+
+    with hub.db.session() as s:
+        # Rewriting 100k rows under the HNSW graph costs 100k graph inserts; rebuilding it is far cheaper.
+        drop_vector_index(s)
+        s.execute(
+            text(
+                "UPDATE memories SET "
+                "tier = CASE WHEN r < 0.1 THEN 'hot' WHEN r < 0.5 THEN 'warm' ELSE 'cold' END, "
+                "hit_count = floor(power(1 - r, 4) * 200)::int, "
+                "last_hit_at = now() - make_interval(secs => r * 30 * 86400) "
+                "FROM (SELECT id, (abs(hashtext(id::text)) % 100000) / 100000.0 AS r FROM memories) x "
+                "WHERE memories.id = x.id"
+            )
+        )
+        create_vector_index(s)
+    with hub.db.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.execute(text("VACUUM ANALYZE memories"))
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def time_api(url: str, repeat: int) -> list[tuple[str, float, float, int]]:
+    rows = []
+    with httpx.Client(base_url=url, timeout=60) as client:
+        cursor = client.get("/api/dashboard/memories?limit=50").json()["next_cursor"]
+        for name, path in API_CASES:
+            path = f"/api/dashboard/memories?limit=50&cursor={cursor}" if path == "CURSOR" else path
+            client.get(path).raise_for_status()  # warm caches and plans once
+            times, size = [], 0
+            for _ in range(repeat):
+                start = time.perf_counter()
+                resp = client.get(path)
+                times.append((time.perf_counter() - start) * 1000)
+                resp.raise_for_status()
+                size = len(resp.content)
+            rows.append((name, statistics.median(times), _pct(times, 0.95), size))
+    return rows
+
+
+def time_pages(url: str, repeat: int) -> list[tuple[str, float, float]]:
+    from playwright.sync_api import sync_playwright
+
+    from ultron.web.screenshots import VIEWPORT, launch
+
+    rows = []
+    with sync_playwright() as p:
+        browser = launch(p)
+        try:
+            for name, selector in PAGE_CASES:
+                times = []
+                for _ in range(repeat + 1):
+                    page = browser.new_page(viewport=VIEWPORT)
+                    start = time.perf_counter()
+                    page.goto(f"{url}/dashboard#/{name}")
+                    page.wait_for_selector(selector, timeout=60_000)
+                    times.append((time.perf_counter() - start) * 1000)
+                    page.close()
+                times = times[1:]  # the first load warms the browser's cache
+                rows.append((name, statistics.median(times), _pct(times, 0.95)))
+        finally:
+            browser.close()
+    return rows
+
+
+def run(args: argparse.Namespace, settings: Any) -> int:
+    from ultron.api.app import create_app
+    from ultron.bench import Corpus, bulk_fill
+    from ultron.config import Settings
+    from ultron.hub import Hub
+    from ultron.tenancy import local_actor
+    from ultron.web.serve import LiveServer
+
+    data_dir = Path(tempfile.mkdtemp(prefix="ultron-dashbench-"))
+    data_dir.chmod(0o755)
+    bench_settings = Settings.model_validate(
+        {
+            **settings.model_dump(),
+            "database_url": None,
+            "data_dir": data_dir,
+            "embedding_provider": "hash",
+            "llm_provider": "heuristic",
+        }
+    )
+    hub = Hub.open(bench_settings)
+    try:
+        with hub.db.session() as s:
+            actor = local_actor(s)
+        fill = _timed(lambda: bulk_fill(hub, actor.tenant_id, actor.agent_id, Corpus(), args.size))
+        spread_usage(hub)
+        print(f"filled {args.size} memories in {fill / 1000:.1f} s", file=sys.stderr)
+        with LiveServer(create_app(hub, allow_open=True)) as url:
+            api_rows = time_api(url, args.repeat)
+            page_rows = time_pages(url, args.page_repeat)
+    finally:
+        hub.close()
+        shutil.rmtree(data_dir, ignore_errors=True)
+    print(report(args.size, api_rows, page_rows))
+    return 0
+
+
+def _timed(fn: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    fn()
+    return (time.perf_counter() - start) * 1000
+
+
+def report(
+    size: int, api_rows: list[tuple[str, float, float, int]], page_rows: list[tuple[str, float, float]]
+) -> str:
+    lines = [
+        f"ultron dashboard-bench: {size:,} memories, hash embedder, loopback HTTP, headless Chromium",
+        "",
+    ]
+    lines.append(f"{'API call':<28} {'p50':>9} {'p95':>9} {'bytes':>9}")
+    lines += [f"{n:<28} {p50:>7.1f}ms {p95:>7.1f}ms {b:>9,}" for n, p50, p95, b in api_rows]
+    lines.append("")
+    lines.append(f"{'page load (until drawn)':<28} {'p50':>9} {'p95':>9}")
+    lines += [f"{n:<28} {p50:>7.1f}ms {p95:>7.1f}ms" for n, p50, p95 in page_rows]
+    return "\n".join(lines)

@@ -1,0 +1,205 @@
+"""Demo data for the dashboard's browser tests and screenshots: a few agents, memories, uses and edits.
+
+Everything goes through the real services (upload, search, details, edit), so the pages show what a hub
+in use shows. `spread_days` then moves the rows' timestamps back over recent days, so the charts have a
+history to draw; it is for demo databases only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import text
+
+from ultron.memory.schemas import MemoryPatch, UploadRequest
+from ultron.tenancy import Actor, authenticate, create_agent
+
+DEMO_MEMORIES: list[dict[str, Any]] = [
+    {
+        "content": "pip install failed with 'externally-managed-environment' on Debian 12",
+        "context": "fresh python3.11 container, system pip",
+        "resolution": "create a venv first: python3 -m venv .venv && . .venv/bin/activate",
+        "tags": ["python", "pip", "debian"],
+    },
+    {
+        "content": "Postgres connection refused after docker compose up: the app started before the database",
+        "context": "docker compose with api and postgres services",
+        "resolution": "add a healthcheck with pg_isready and depends_on condition: service_healthy",
+        "tags": ["docker", "postgres"],
+    },
+    {
+        "content": "Never commit .env files: an AWS key leaked through a pushed .env in a public repo",
+        "context": "repository hygiene review",
+        "resolution": "add .env to .gitignore, rotate the key, scan history with gitleaks",
+        "tags": ["security", "git"],
+    },
+    {
+        "content": "The user prefers answers in short bullet points with the command first",
+        "context": "chat preferences",
+        "resolution": "lead with the command, then at most three bullets",
+        "tags": ["style"],
+    },
+    {
+        "content": "Correction: the staging database is on port 5433, not 5432",
+        "context": "deploy notes were wrong",
+        "resolution": "use DATABASE_URL from the staging secret, port 5433",
+        "tags": ["staging", "postgres"],
+    },
+    {
+        "content": "Kubernetes pod CrashLoopBackOff caused by a missing ConfigMap key",
+        "context": "deployment of the worker to the staging cluster",
+        "resolution": "kubectl describe pod shows the missing key; add it to the ConfigMap and roll out",
+        "tags": ["kubernetes", "deploy"],
+    },
+    {
+        "content": "Pattern: retry HTTP 429 and 503 with exponential backoff and jitter, never 400",
+        "context": "calling rate-limited model APIs",
+        "resolution": "cap the backoff at 30 s and honour Retry-After",
+        "tags": ["http", "retry"],
+    },
+    {
+        "content": "npm ci fails with EINTEGRITY after switching registries",
+        "context": "CI cache restored from another registry",
+        "resolution": "delete node_modules and the npm cache, regenerate package-lock.json",
+        "tags": ["npm", "ci"],
+    },
+    {
+        "content": "SQL injection risk: string-formatted query built from a request parameter",
+        "context": "code review of the reporting endpoint",
+        "resolution": "use bound parameters; never f-strings for SQL",
+        "tags": ["security", "sql"],
+    },
+    {
+        "content": "Redis timeouts under load were the default pool of 10 connections",
+        "context": "load test at 500 rps",
+        "resolution": "raise max_connections to 100 and reuse one client per process",
+        "tags": ["redis", "performance"],
+    },
+    {
+        "content": "Team prefers squash merges and conventional commit titles",
+        "context": "git workflow",
+        "resolution": "use 'feat:', 'fix:', 'docs:' prefixes; squash on merge",
+        "tags": ["git", "style"],
+    },
+    {
+        "content": "Memory leak in the image worker: PIL images kept in a module-level cache",
+        "context": "worker RSS grew 2 GB per day",
+        "resolution": "bound the cache with functools.lru_cache(maxsize=256)",
+        "tags": ["python", "memory-leak"],
+    },
+    {
+        "content": "TLS handshake failed: certificate chain missing the intermediate",
+        "context": "nginx in front of the API after renewing the certificate",
+        "resolution": "serve fullchain.pem, not cert.pem",
+        "tags": ["tls", "nginx"],
+    },
+    {
+        "content": "Alembic autogenerate missed a server_default change",
+        "context": "migration review",
+        "resolution": "set compare_server_default=True and review the diff by hand",
+        "tags": ["alembic", "migration"],
+    },
+    {
+        "content": "Weekly running plan: long run on Sunday mornings, rest on Mondays",
+        "context": "personal schedule shared with the assistant",
+        "resolution": "do not book meetings before 10 on Sundays",
+        "tags": ["life", "schedule"],
+    },
+    {
+        "content": "Deadlock between two transactions updating accounts in different orders",
+        "context": "payment batch job",
+        "resolution": "always lock rows in primary-key order; retry on deadlock_detected",
+        "tags": ["postgres", "deadlock"],
+    },
+    {
+        "content": "GitHub Actions cache key must include the lock file hash",
+        "context": "stale dependencies restored in CI",
+        "resolution": "key: deps-${{ hashFiles('**/poetry.lock') }}",
+        "tags": ["ci", "cache"],
+    },
+    {
+        "content": "Deploy script printed the token: export "
+        "GITHUB_TOKEN=ghp_4f8Kq2ZxY7mN1pL0aB3cD5eF6gH7iJ8kL9mN and paged ops at ops-oncall@example.com",
+        "context": "CI log of the release job",
+        "resolution": "mask secrets in CI logs (::add-mask::) and rotate the token",
+        "tags": ["ci", "security"],
+    },
+    {
+        "content": "Disk full on the build runner: docker images never pruned",
+        "context": "self-hosted runner at 100% disk",
+        "resolution": "nightly docker system prune -af --filter until=72h",
+        "tags": ["docker", "disk"],
+    },
+]
+
+DEMO_AGENTS = ("claude-code", "cursor-agent", "ops-bot")
+DEMO_SEARCHES = (
+    "pip install error in a container",
+    "postgres connection refused docker",
+    "leaked key in git",
+    "retry rate limit 429",
+    "kubernetes crash loop",
+    "redis timeout under load",
+    "deadlock postgres transactions",
+    "tls certificate chain nginx",
+)
+
+
+@dataclass
+class DemoData:
+    keys: dict[str, str]
+    memory_ids: list[Any]
+
+
+def seed_demo(hub: Any, *, admin_key: bool = True) -> DemoData:
+    """Create demo agents (keys returned), upload the demo memories, search, read, pin and archive."""
+    keys: dict[str, str] = {}
+    with hub.db.session() as s:
+        for i, name in enumerate(DEMO_AGENTS):
+            _, keys[name] = create_agent(s, name, admin=admin_key and i == 0)
+    actors: list[Actor] = []
+    with hub.db.session() as s:
+        actors = [authenticate(s, keys[name]) for name in DEMO_AGENTS]
+    ids = []
+    for i, fields in enumerate(DEMO_MEMORIES):
+        with hub.db.session() as s:
+            ids.append(hub.memory.upload(s, actors[i % len(actors)], UploadRequest(**fields)).record.id)
+    # A near-duplicate from another agent merges, so contributions show more than one author.
+    with hub.db.session() as s:
+        hub.memory.upload(s, actors[1], UploadRequest(**{**DEMO_MEMORIES[0], "context": "python:3.11 image"}))
+    for round_ in range(3):
+        for j, query in enumerate(DEMO_SEARCHES[: len(DEMO_SEARCHES) - round_ * 2]):
+            with hub.db.session() as s:
+                hub.memory.search(s, actors[(j + round_) % len(actors)], query, limit=5)
+    hub.hits.flush()
+    with hub.db.session() as s:
+        hub.memory.details(s, actors[0], ids[:4])
+        hub.memory.details(s, actors[2], ids[1:3])
+    with hub.db.session() as s:
+        hub.memory.edit(s, actors[0], ids[2], MemoryPatch(pinned=True, tier="hot"))
+        hub.memory.edit(s, actors[0], ids[1], MemoryPatch(tier="hot"))
+        hub.memory.edit(s, actors[0], ids[13], MemoryPatch(tier="cold"))
+        hub.memory.edit(s, actors[0], ids[18], MemoryPatch(status="archived"))
+    return DemoData(keys=keys, memory_ids=ids)
+
+
+def spread_days(hub: Any, days: int = 14) -> None:
+    """Move demo rows back over the last `days` days (deterministically), so charts show a history."""
+    with hub.db.session() as s:
+        for table in ("activity_events", "hit_events", "memory_contributions"):
+            s.execute(
+                text(
+                    # Skewed towards recent days, as a hub that is being adopted looks.
+                    f"UPDATE {table} SET created_at = created_at - make_interval(days => "
+                    "floor(:days * power((abs(hashtext(id::text)) % 1000) / 1000.0, 1.6))::int)"
+                ),
+                {"days": days},
+            )
+        s.execute(
+            text(
+                "UPDATE memories SET created_at = created_at - make_interval(days => "
+                "(abs(hashtext(id::text)) % :days)::int)"
+            ),
+            {"days": days},
+        )

@@ -1,0 +1,202 @@
+"""Dashboard endpoints: the single-page app at /dashboard and the JSON it reads under /api/dashboard.
+
+The page and its assets are public (they hold no data); every data endpoint goes through `call()`, so it
+takes the same API keys as the rest of the hub, and works key-less when the hub runs open on loopback.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from importlib import resources
+from typing import Any
+from uuid import UUID
+
+from fastapi import APIRouter, Query, Request, Response
+from fastapi.responses import HTMLResponse, RedirectResponse
+from pydantic import BaseModel
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from ultron import __version__
+from ultron.api.app import ERROR_RESPONSES, call
+from ultron.db.models import Agent
+from ultron.errors import NotFound
+from ultron.memory import browse
+from ultron.memory.schemas import MemoryStats, MemoryType, Scope, Status, Tier
+from ultron.tenancy import Actor
+
+ASSET_TYPES = {".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml"}
+# Optional endpoints other parts of the hub add; the pages for them show an empty state until they exist.
+FEATURE_PREFIXES = {
+    "skills": ("/skills",),
+    "trajectories": ("/trajectories", "/sessions"),
+    "import": ("/ingest", "/import", "/imports"),
+    "worker": ("/worker",),
+}
+
+pages = APIRouter(include_in_schema=False)
+api = APIRouter(prefix="/api/dashboard", tags=["dashboard"], responses=ERROR_RESPONSES)
+
+
+def _static(name: str) -> bytes:
+    return resources.files("ultron.web").joinpath("static", name).read_bytes()
+
+
+@pages.get("/dashboard")
+def dashboard_page() -> HTMLResponse:
+    return HTMLResponse(_static("index.html"), headers={"Cache-Control": "no-cache"})
+
+
+@pages.get("/dashboard/")
+def dashboard_slash() -> RedirectResponse:
+    return RedirectResponse("/dashboard")
+
+
+@pages.get("/dashboard/assets/{name}")
+def dashboard_asset(name: str) -> Response:
+    suffix = name[name.rfind(".") :] if "." in name else ""
+    # Only plain file names of known kinds: no paths, so nothing outside static/ can be read.
+    if suffix not in ASSET_TYPES or "/" in name or "\\" in name or name.startswith("."):
+        raise NotFound(f"no dashboard asset {name!r}")
+    try:
+        body = _static(name)
+    except (FileNotFoundError, IsADirectoryError):
+        raise NotFound(f"no dashboard asset {name!r}") from None
+    return Response(body, media_type=ASSET_TYPES[suffix], headers={"Cache-Control": "no-cache"})
+
+
+class WhoAmI(BaseModel):
+    agent: str
+    tenant: str
+    is_admin: bool
+    groups: list[str]
+    signed_in: bool
+    version: str
+
+
+class Overview(BaseModel):
+    stats: MemoryStats
+    days: list[date]
+    activity: list[browse.ActivityDay]
+    agents: int
+    pinned: int
+    worker: browse.WorkerSummary | None
+
+
+class Features(BaseModel):
+    skills: bool
+    trajectories: bool
+    imports: bool
+    worker: bool
+
+
+def _hub(request: Request) -> Any:
+    return request.app.state.hub
+
+
+@api.get("/whoami", response_model=WhoAmI)
+def whoami(request: Request) -> WhoAmI:
+    """Who the key (or the open loopback hub) makes you; the sign-in checks a key with this."""
+    actor = call(request, lambda s, a: a)
+    return WhoAmI(
+        agent=actor.agent_name,
+        tenant=actor.tenant_name,
+        is_admin=actor.is_admin,
+        groups=list(actor.groups),
+        signed_in=bool(request.headers.get("authorization")),
+        version=__version__,
+    )
+
+
+@api.get("/features", response_model=Features)
+def features(request: Request) -> Features:
+    """Which optional parts of the hub are installed, so pages can show data or an honest empty state."""
+    # The OpenAPI paths, not app.routes: newer FastAPI nests included routers in the route list.
+    paths = list(request.app.openapi().get("paths", {}))
+
+    def has(key: str) -> bool:
+        return any(p.startswith(prefix) for p in paths for prefix in FEATURE_PREFIXES[key])
+
+    return Features(
+        skills=has("skills"), trajectories=has("trajectories"), imports=has("import"), worker=has("worker")
+    )
+
+
+def _overview(session: Session, actor: Actor, hub: Any, days: int) -> Overview:
+    from ultron.db.models import Memory
+
+    stats = hub.memory.stats(session, actor)
+    agents = session.execute(
+        select(func.count()).select_from(Agent).where(Agent.tenant_id == actor.tenant_id)
+    ).scalar_one()
+    pinned = session.execute(
+        select(func.count())
+        .select_from(Memory)
+        .where(Memory.tenant_id == actor.tenant_id, Memory.pinned, browse.visible(actor))
+    ).scalar_one()
+    return Overview(
+        stats=stats,
+        days=browse.day_range(days),
+        activity=browse.activity(session, actor, days=days),
+        agents=int(agents),
+        pinned=int(pinned),
+        worker=browse.worker_summary(session),
+    )
+
+
+@api.get("/overview", response_model=Overview)
+def overview(request: Request, days: int = Query(30, ge=1, le=366)) -> Overview:
+    """Counts by tier, type, status and scope; activity per day; redaction counts."""
+    return call(request, lambda s, a: _overview(s, a, _hub(request), days))
+
+
+@api.get("/memories", response_model=browse.MemoryPage)
+def list_memories(
+    request: Request,
+    memory_type: MemoryType | None = Query(None, alias="type"),
+    tier: Tier | None = None,
+    status: Status | None = None,
+    scope: Scope | None = None,
+    agent: str | None = Query(None, max_length=100),
+    pinned: bool | None = None,
+    q: str | None = Query(None, max_length=500),
+    sort: browse.Sort = "created",
+    limit: int = Query(50, ge=1, le=browse.MAX_PAGE),
+    cursor: str | None = Query(None, max_length=500),
+) -> browse.MemoryPage:
+    """Filtered memories, one keyset page at a time; browsing counts no hits."""
+    f = browse.MemoryFilter(
+        memory_type=memory_type, tier=tier, status=status, scope=scope, agent=agent, pinned=pinned, q=q
+    )
+    return call(request, lambda s, a: browse.list_memories(s, a, f, sort=sort, limit=limit, cursor=cursor))
+
+
+@api.get("/memories/{memory_id}/hits", response_model=browse.HitHistory)
+def memory_hits(request: Request, memory_id: UUID, days: int = Query(90, ge=1, le=3650)) -> browse.HitHistory:
+    return call(request, lambda s, a: browse.hit_history(s, a, memory_id, days=days))
+
+
+@api.get("/map", response_model=browse.MemoryMap)
+def memory_map(
+    request: Request, per_tier: int = Query(300, ge=1, le=browse.MAX_MAP_PER_TIER)
+) -> browse.MemoryMap:
+    """A sample of the most used memories per tier, with the totals it stands for."""
+    return call(request, lambda s, a: browse.memory_map(s, a, per_tier=per_tier))
+
+
+@api.get("/agents", response_model=list[str])
+def agent_names(request: Request) -> list[str]:
+    """Names of the tenant's agents (the agent filter's choices)."""
+
+    def names(session: Session, actor: Actor) -> list[str]:
+        stmt = select(Agent.name).where(Agent.tenant_id == actor.tenant_id).order_by(Agent.name)
+        return list(session.execute(stmt).scalars())
+
+    return call(request, names)
+
+
+@api.get("/settings", response_model=dict[str, Any])
+def running_settings(request: Request) -> dict[str, Any]:
+    """The running configuration, every secret masked."""
+    call(request, lambda s, a: None)
+    return _hub(request).settings.masked()

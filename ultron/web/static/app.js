@@ -1,0 +1,740 @@
+/* Ultron dashboard: a small framework-free single-page app. Data comes from the hub's JSON API with the
+   API key from sessionStorage (never localStorage); pages are routed by the URL hash. */
+"use strict";
+
+const KEY_STORE = "ultron.apiKey";
+const TYPES = ["error", "security", "correction", "pattern", "preference", "life"];
+const TIERS = ["hot", "warm", "cold"];
+const KINDS = ["upload", "merge", "search", "edit", "delete"];
+const KIND_COLORS = { upload: "#8b9cff", merge: "#a78bfa", search: "#38bdf8", edit: "#34d399", delete: "#f87171" };
+const css = (name) => getComputedStyle(document.documentElement).getPropertyValue(name).trim();
+const typeColor = (t) => css(`--t-${t}`) || "#8b9cff";
+const tierColor = (t) => css(`--${t}`) || "#8b9cff";
+
+const state = { me: null, features: {}, agents: [], page: null, memFilter: {}, memCursors: [null], memIndex: 0,
+  memSort: "created", selected: null };
+
+// --- tiny DOM helpers ---------------------------------------------------------------------------------
+
+function h(tag, attrs = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
+    else if (k === "class") el.className = v;
+    else if (k === "html") el.innerHTML = v;
+    else el.setAttribute(k, v === true ? "" : v);
+  }
+  for (const c of children.flat()) {
+    if (c === null || c === undefined || c === false) continue;
+    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return el;
+}
+const svgNS = "http://www.w3.org/2000/svg";
+function s(tag, attrs = {}, ...children) {
+  const el = document.createElementNS(svgNS, tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
+    else el.setAttribute(k, v);
+  }
+  for (const c of children.flat()) if (c !== null && c !== undefined) el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  return el;
+}
+const fmt = (n) => Number(n || 0).toLocaleString("en-US");
+const when = (iso) => iso ? new Date(iso).toLocaleString("en-GB", { dateStyle: "medium", timeStyle: "short", timeZone: "UTC" }) + " UTC" : "—";
+const ago = (iso) => {
+  if (!iso) return "never";
+  const sec = (Date.now() - new Date(iso).getTime()) / 1000;
+  if (sec < 60) return "just now";
+  if (sec < 3600) return `${Math.floor(sec / 60)} min ago`;
+  if (sec < 86400) return `${Math.floor(sec / 3600)} h ago`;
+  return `${Math.floor(sec / 86400)} d ago`;
+};
+function toast(msg) {
+  const t = document.getElementById("toast");
+  t.textContent = msg; t.hidden = false;
+  clearTimeout(toast.timer); toast.timer = setTimeout(() => { t.hidden = true; }, 2600);
+}
+const typeChip = (t) => h("span", { class: "chip", "data-type": t }, h("span", { class: "dot", style: `background:${typeColor(t)}` }), t);
+const tierChip = (t) => h("span", { class: `chip tier-${t}` }, t);
+
+// --- API ----------------------------------------------------------------------------------------------
+
+class ApiError extends Error {
+  constructor(status, body) { super(body && body.detail ? body.detail : `HTTP ${status}`); this.status = status; }
+}
+
+async function api(path, { method = "GET", body, key } = {}) {
+  const headers = { Accept: "application/json" };
+  const k = key !== undefined ? key : sessionStorage.getItem(KEY_STORE);
+  if (k) headers.Authorization = `Bearer ${k}`;
+  const form = body instanceof FormData;
+  if (body !== undefined && !form) headers["Content-Type"] = "application/json";
+  const res = await fetch(path, { method, headers, body: body === undefined || form ? body : JSON.stringify(body) });
+  if (res.status === 204) return null;
+  const data = await res.json().catch(() => null);
+  if (res.status === 401 && key === undefined) { showSignIn(data && data.detail); throw new ApiError(401, data); }
+  if (!res.ok) throw new ApiError(res.status, data);
+  return data;
+}
+
+// --- sign-in ------------------------------------------------------------------------------------------
+
+function showSignIn(reason) {
+  document.getElementById("app").hidden = true;
+  document.getElementById("drawer").hidden = true;
+  document.getElementById("signin").hidden = false;
+  document.getElementById("signin-error").textContent = sessionStorage.getItem(KEY_STORE) && reason ? reason : "";
+  sessionStorage.removeItem(KEY_STORE);
+  document.getElementById("signin-key").focus();
+}
+
+async function signIn(ev) {
+  ev.preventDefault();
+  const key = document.getElementById("signin-key").value.trim();
+  try {
+    await api("/api/dashboard/whoami", { key });
+    sessionStorage.setItem(KEY_STORE, key);
+    document.getElementById("signin-key").value = "";
+    await start();
+  } catch (e) {
+    document.getElementById("signin-error").textContent = e.status === 401 ? e.message : `Sign-in failed: ${e.message}`;
+  }
+}
+
+function signOut() {
+  sessionStorage.removeItem(KEY_STORE);
+  state.me = null;
+  showSignIn();
+}
+
+async function start() {
+  let me;
+  try {
+    me = await api("/api/dashboard/whoami", { key: sessionStorage.getItem(KEY_STORE) || "" });
+  } catch (e) {
+    if (e.status === 401) { showSignIn(); return; }
+    document.body.textContent = `The hub did not answer: ${e.message}`;
+    return;
+  }
+  state.me = me;
+  const [features, agents] = await Promise.all([api("/api/dashboard/features"), api("/api/dashboard/agents")]);
+  state.features = features; state.agents = agents;
+  document.getElementById("signin").hidden = true;
+  document.getElementById("app").hidden = false;
+  const who = document.getElementById("whoami");
+  who.replaceChildren(
+    h("div", {}, "Agent ", h("b", { "data-testid": "agent-name" }, me.agent), me.is_admin ? " · admin" : ""),
+    h("div", {}, "Tenant ", h("b", {}, me.tenant)),
+    me.signed_in ? h("button", { class: "btn small", onclick: signOut, "data-testid": "sign-out" }, "Sign out")
+      : h("div", { class: "badge-open" }, "Open hub on loopback (no keys yet)"),
+    h("div", { class: "fine" }, `Ultron ${me.version}`),
+  );
+  route();
+}
+
+// --- routing ------------------------------------------------------------------------------------------
+
+const PAGES = { overview: pageOverview, memories: pageMemories, search: pageSearch, map: pageMap, skills: pageSkills,
+  trajectories: pageTrajectories, settings: pageSettings };
+
+function route() {
+  if (!state.me) return;
+  const [page, arg] = (location.hash.replace(/^#\/?/, "") || "overview").split("/");
+  const name = PAGES[page] ? page : "overview";
+  for (const a of document.querySelectorAll("#nav a")) a.classList.toggle("active", a.dataset.page === name);
+  if (name !== state.page) {
+    state.page = name;
+    closeDrawer(false);
+    const main = document.getElementById("main");
+    main.replaceChildren(h("div", { class: "loading" }, "Loading…"));
+    PAGES[name](main).catch((e) => main.replaceChildren(h("div", { class: "card error" }, `Could not load: ${e.message}`)));
+  }
+  if (name === "memories" && arg) openMemory(arg);
+}
+window.addEventListener("hashchange", route);
+
+function head(title, sub) {
+  return h("div", { class: "page-head" }, h("h1", {}, title), sub ? h("span", { class: "muted" }, sub) : null);
+}
+
+// --- charts -------------------------------------------------------------------------------------------
+
+function barList(entries, colorOf, { testid } = {}) {
+  const max = Math.max(1, ...entries.map(([, v]) => v));
+  if (!entries.length) return h("div", { class: "muted" }, "Nothing yet.");
+  return h("div", { class: "bars", "data-testid": testid },
+    entries.map(([k, v]) => h("div", { class: "bar-row", "data-key": k },
+      h("span", { class: "name" }, k),
+      h("div", { class: "track" }, h("div", { class: "fill", style: `width:${(100 * v) / max}%;background:${colorOf(k)}` })),
+      h("span", { class: "num" }, fmt(v)))));
+}
+
+function ordered(obj, order) {
+  const keys = [...order.filter((k) => k in obj), ...Object.keys(obj).filter((k) => !order.includes(k)).sort()];
+  return keys.map((k) => [k, obj[k]]);
+}
+
+function activityChart(days, activity) {
+  const W = 900, H = 220, L = 36, B = 24, T = 10;
+  const byDay = Object.fromEntries(days.map((d) => [d, {}]));
+  for (const a of activity) if (byDay[a.day]) byDay[a.day][a.kind] = a.events;
+  const totals = days.map((d) => Object.values(byDay[d]).reduce((x, y) => x + y, 0));
+  const max = Math.max(4, ...totals);
+  const step = (W - L) / days.length, bw = Math.max(3, step * 0.7);
+  const svg = s("svg", { viewBox: `0 0 ${W} ${H}`, width: "100%", "data-testid": "activity-chart" });
+  for (let i = 0; i <= 4; i++) {
+    const y = T + ((H - B - T) * i) / 4;
+    svg.append(s("line", { x1: L, x2: W, y1: y, y2: y, stroke: "#1f2946" }),
+      s("text", { x: L - 6, y: y + 4, "text-anchor": "end" }, fmt(Math.round(max * (1 - i / 4)))));
+  }
+  days.forEach((d, i) => {
+    let y = H - B;
+    const x = L + i * step + (step - bw) / 2;
+    for (const kind of [...KINDS, ...Object.keys(byDay[d]).filter((k) => !KINDS.includes(k))]) {
+      const v = byDay[d][kind] || 0;
+      if (!v) continue;
+      const hgt = ((H - B - T) * v) / max;
+      y -= hgt;
+      svg.append(s("rect", { x, y, width: bw, height: hgt, rx: 2, fill: KIND_COLORS[kind] || "#64748b" },
+        s("title", {}, `${d} · ${kind}: ${v}`)));
+    }
+    if (i % Math.ceil(days.length / 10) === 0 || i === days.length - 1)
+      svg.append(s("text", { x: x + bw / 2, y: H - 6, "text-anchor": "middle" }, d.slice(5)));
+  });
+  const legend = h("div", { class: "legend" }, KINDS.map((k) => h("span", {}, h("i", { style: `background:${KIND_COLORS[k]}` }), k)));
+  return h("div", {}, svg, legend);
+}
+
+// --- Overview -----------------------------------------------------------------------------------------
+
+async function pageOverview(main) {
+  const o = await api("/api/dashboard/overview?days=30");
+  const st = o.stats;
+  const sumKinds = (kind) => o.activity.filter((a) => a.kind === kind).reduce((x, a) => x + a.events, 0);
+  const redactedTotal = Object.values(st.redacted_entities).reduce((x, y) => x + y, 0);
+  const kpi = (label, value, sub, testid) => h("div", { class: "card kpi", "data-testid": testid },
+    h("div", { class: "label" }, label), h("div", { class: "value" }, value), sub ? h("div", { class: "sub" }, sub) : null);
+  main.replaceChildren(
+    head("Overview", `tenant ${state.me.tenant} · embeddings ${st.embedding_model || "—"}`),
+    h("div", { class: "grid kpis" },
+      kpi("Memories", fmt(st.total), `${fmt(st.by_status.active || 0)} active`, "kpi-total"),
+      kpi("Pinned", fmt(o.pinned), "always surfaced", "kpi-pinned"),
+      kpi("Contributions", fmt(st.contributions), "uploads incl. merges", "kpi-contributions"),
+      kpi("Uploads · 30 d", fmt(sumKinds("upload")), `${fmt(sumKinds("merge"))} merged`, "kpi-uploads"),
+      kpi("Searches · 30 d", fmt(sumKinds("search")), "by all agents", "kpi-searches"),
+      kpi("Redacted", fmt(redactedTotal), "secrets & personal data", "kpi-redacted"),
+      kpi("Agents", fmt(o.agents), "in this tenant", "kpi-agents")),
+    h("div", { class: "grid cols-2" },
+      h("div", { class: "card span-2" }, h("h2", {}, "Activity · last 30 days (UTC)"), activityChart(o.days, o.activity)),
+      h("div", { class: "card" }, h("h2", {}, "By tier"), barList(ordered(st.by_tier, TIERS), tierColor, { testid: "by-tier" })),
+      h("div", { class: "card" }, h("h2", {}, "By type"), barList(ordered(st.by_type, TYPES), typeColor, { testid: "by-type" })),
+      h("div", { class: "card" }, h("h2", {}, "By status"), barList(ordered(st.by_status, ["active", "archived"]),
+        (k) => (k === "active" ? "#34d399" : "#64748b"), { testid: "by-status" })),
+      h("div", { class: "card" }, h("h2", {}, "By scope"), barList(ordered(st.by_scope, ["shared", "group", "private"]),
+        () => "#8b9cff", { testid: "by-scope" })),
+      h("div", { class: "card" }, h("h2", {}, "Redactions by entity"),
+        redactedTotal ? barList(Object.entries(st.redacted_entities).sort((a, b) => b[1] - a[1]), () => "#fbbf24", { testid: "redactions" })
+          : h("div", { class: "muted", "data-testid": "redactions" }, "Nothing redacted so far: no secrets or personal data were found in uploads.")),
+      workerCard(o.worker)),
+  );
+}
+
+function workerCard(worker) {
+  const card = h("div", { class: "card", "data-testid": "worker" }, h("h2", {}, "Worker runs · last 30 days"));
+  if (!worker) {
+    card.append(h("div", { class: "muted" }, "The background worker is not installed in this hub yet. Once it is, each step of its cycles (segmentation, scoring, extraction, tier rebalance, crystallization) and its outcome appear here."));
+    return card;
+  }
+  if (!worker.outcomes.length) {
+    card.append(h("div", { class: "muted" }, "No worker cycle has run in the last 30 days. Start one with `ultron worker`."));
+    return card;
+  }
+  const colors = { ok: "#34d399", failed: "#f87171", skipped: "#64748b", running: "#38bdf8", interrupted: "#fbbf24" };
+  card.append(barList(worker.outcomes.map((o) => [`${o.step} · ${o.status}`, o.runs]), (k) => colors[k.split(" · ")[1]] || "#8b9cff"));
+  if (worker.recent.length) {
+    card.append(h("table", { class: "events" }, h("tbody", {}, worker.recent.slice(0, 6).map((r) =>
+      h("tr", {}, h("td", {}, r.step), h("td", {}, r.status), h("td", {}, ago(r.started_at)),
+        h("td", {}, r.errors ? `${r.errors} errors` : ""))))));
+  }
+  return card;
+}
+
+// --- Memories -----------------------------------------------------------------------------------------
+
+function selectFilter(name, label, options) {
+  const sel = h("select", { "data-filter": name, "aria-label": label },
+    h("option", { value: "" }, `${label}: any`), options.map((o) => h("option", { value: o }, o)));
+  sel.value = state.memFilter[name] || "";
+  sel.addEventListener("change", () => { state.memFilter[name] = sel.value; resetPages(); loadMemories(); });
+  return sel;
+}
+function resetPages() { state.memCursors = [null]; state.memIndex = 0; }
+
+async function pageMemories(main) {
+  const q = h("input", { type: "search", placeholder: "Filter by words (every word must match)…", value: state.memFilter.q || "",
+    "data-testid": "memory-filter-q" });
+  let timer;
+  q.addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(() => { state.memFilter.q = q.value; resetPages(); loadMemories(); }, 300); });
+  const sort = h("select", { "aria-label": "Sort", "data-testid": "memory-sort" },
+    h("option", { value: "created" }, "Newest first"), h("option", { value: "updated" }, "Recently changed"),
+    h("option", { value: "hits" }, "Most used"));
+  sort.value = state.memSort;
+  sort.addEventListener("change", () => { state.memSort = sort.value; resetPages(); loadMemories(); });
+  main.replaceChildren(
+    head("Memories", "browsing never counts a hit"),
+    h("div", { class: "toolbar" }, q,
+      selectFilter("type", "Type", TYPES), selectFilter("tier", "Tier", TIERS),
+      selectFilter("status", "Status", ["active", "archived"]), selectFilter("scope", "Scope", ["shared", "group", "private"]),
+      selectFilter("agent", "Agent", state.agents), selectFilter("pinned", "Pinned", ["true", "false"]), sort),
+    h("div", { class: "card table-card" },
+      h("table", { "data-testid": "memory-table" },
+        h("thead", {}, h("tr", {}, h("th", {}, "Summary"), h("th", {}, "Type"), h("th", {}, "Tier"), h("th", {}, "Agent"),
+          h("th", { style: "text-align:right" }, "Hits"), h("th", {}, "Created"))),
+        h("tbody", { id: "memory-rows" })),
+      h("div", { class: "pager" }, h("span", { id: "memory-count", "data-testid": "memory-count" }),
+        h("div", { class: "btns" },
+          h("button", { class: "btn small", id: "prev-page", onclick: () => { state.memIndex--; loadMemories(); } }, "← Previous"),
+          h("button", { class: "btn small", id: "next-page", "data-testid": "next-page", onclick: () => { state.memIndex++; loadMemories(); } }, "Next →")))),
+  );
+  await loadMemories();
+}
+
+async function loadMemories() {
+  const params = new URLSearchParams({ limit: "50", sort: state.memSort });
+  for (const [k, v] of Object.entries(state.memFilter)) if (v) params.set(k, v);
+  const cursor = state.memCursors[state.memIndex];
+  if (cursor) params.set("cursor", cursor);
+  const page = await api(`/api/dashboard/memories?${params}`);
+  state.memCursors[state.memIndex + 1] = page.next_cursor;
+  const tbody = document.getElementById("memory-rows");
+  if (!tbody) return;
+  tbody.replaceChildren(...page.items.map((m) => h("tr", { "data-id": m.id, class: state.selected === m.id ? "selected" : null,
+    onclick: () => { history.replaceState(null, "", `#/memories/${m.id}`); openMemory(m.id); } },
+    h("td", { class: "summary" }, h("div", { class: "s" }, m.pinned ? "★ " : "", m.summary_l0),
+      m.tags.length ? h("div", { class: "tags" }, m.tags.slice(0, 5).map((t) => h("span", { class: "tag" }, t))) : null),
+    h("td", {}, typeChip(m.memory_type)),
+    h("td", {}, tierChip(m.tier), m.status === "archived" ? h("span", { class: "chip archived", style: "margin-left:4px" }, "archived") : null),
+    h("td", { class: "muted" }, m.agent || "—"),
+    h("td", { class: "num" }, fmt(m.hit_count)),
+    h("td", { class: "muted" }, ago(m.created_at)))));
+  if (!page.items.length) tbody.append(h("tr", {}, h("td", { colspan: 6, class: "muted", style: "padding:30px;text-align:center" }, "No memory matches these filters.")));
+  const first = state.memIndex * 50;
+  document.getElementById("memory-count").textContent = page.total
+    ? `${fmt(first + 1)}–${fmt(first + page.items.length)} of ${fmt(page.total)} memories` : "0 memories";
+  document.getElementById("prev-page").disabled = state.memIndex === 0;
+  document.getElementById("next-page").disabled = !page.next_cursor;
+}
+
+// --- memory detail drawer -----------------------------------------------------------------------------
+
+function closeDrawer(updateHash = true) {
+  const d = document.getElementById("drawer");
+  d.hidden = true; d.replaceChildren();
+  state.selected = null;
+  if (updateHash && location.hash.startsWith("#/memories/")) history.replaceState(null, "", "#/memories");
+  if (updateHash && location.hash.startsWith("#/map/")) history.replaceState(null, "", "#/map");
+}
+
+async function openMemory(id) {
+  const d = document.getElementById("drawer");
+  d.hidden = false;
+  d.replaceChildren(h("div", { class: "loading" }, "Loading memory…"));
+  state.selected = id;
+  for (const tr of document.querySelectorAll("#memory-rows tr")) tr.classList.toggle("selected", tr.dataset.id === id);
+  try {
+    const [m, contributions, hits] = await Promise.all([
+      api(`/memories/${id}`), api(`/memories/${id}/contributions`), api(`/api/dashboard/memories/${id}/hits?days=90`)]);
+    renderMemory(d, m, contributions, hits);
+  } catch (e) {
+    d.replaceChildren(h("button", { class: "btn small close", onclick: () => closeDrawer() }, "✕"),
+      h("div", { class: "error", style: "margin-top:40px" }, e.message));
+  }
+}
+
+function renderMemory(d, m, contributions, hits) {
+  const body = h("div", { "data-testid": "memory-text" });
+  const show = (level) => {
+    for (const b of tabs.querySelectorAll("button")) b.classList.toggle("active", b.dataset.level === level);
+    const blocks = level === "l0" ? [["L0 · one line", m.summary_l0]]
+      : level === "l1" ? [["L1 · overview", m.overview_l1], ["Context", m.context]]
+        : [["Content", m.content], ["Context", m.context], ["Resolution", m.resolution]];
+    body.replaceChildren(h("div", { class: "text-block" }, blocks.filter(([, v]) => v).flatMap(([l, v]) => [h("span", { class: "lbl" }, l), v])));
+  };
+  const tabs = h("div", { class: "tabs" }, [["l0", "L0"], ["l1", "L1"], ["full", "Full"]].map(([lvl, label]) =>
+    h("button", { "data-level": lvl, onclick: () => show(lvl) }, label)));
+  const patch = async (change, msg) => {
+    try { await api(`/memories/${m.id}`, { method: "PATCH", body: change }); toast(msg); await openMemory(m.id); refreshList(); }
+    catch (e) { toast(e.message); }
+  };
+  const actions = h("div", { class: "actions" },
+    h("button", { class: "btn", "data-testid": "pin", onclick: () => patch({ pinned: !m.pinned }, m.pinned ? "Unpinned" : "Pinned") },
+      m.pinned ? "★ Unpin" : "☆ Pin"),
+    h("button", { class: "btn", "data-testid": "archive", onclick: () => patch({ status: m.status === "archived" ? "active" : "archived" },
+      m.status === "archived" ? "Restored" : "Archived") }, m.status === "archived" ? "Restore" : "Archive"),
+    h("button", { class: "btn", "data-testid": "edit", onclick: () => editMemory(d, m) }, "Edit"),
+    h("button", { class: "btn danger", "data-testid": "delete", onclick: async () => {
+      if (!confirm("Delete this memory for good? Its contributions and hit history go with it.")) return;
+      try { await api(`/memories/${m.id}`, { method: "DELETE" }); toast("Deleted"); closeDrawer(); refreshList(); }
+      catch (e) { toast(e.message); }
+    } }, "Delete"));
+  d.replaceChildren(
+    h("button", { class: "btn small close", onclick: () => closeDrawer(), "aria-label": "Close" }, "✕"),
+    h("div", { class: "chips" }, typeChip(m.memory_type), tierChip(m.tier),
+      m.status === "archived" ? h("span", { class: "chip archived" }, "archived") : null,
+      m.pinned ? h("span", { class: "chip pinned", "data-testid": "pinned-chip" }, "★ pinned") : null,
+      h("span", { class: "chip" }, m.scope + (m.group ? ` · ${m.group}` : ""))),
+    h("div", { class: "title", "data-testid": "memory-title" }, m.summary_l0 || m.content.slice(0, 120)),
+    tabs, body, actions,
+    h("h3", {}, "Details"),
+    h("dl", { class: "meta" },
+      h("dt", {}, "Hits"), h("dd", { "data-testid": "memory-hits" }, `${fmt(m.hit_count)} · last ${ago(m.last_hit_at)}`),
+      h("dt", {}, "First agent"), h("dd", {}, m.agent || "—"),
+      h("dt", {}, "Created"), h("dd", {}, when(m.created_at)),
+      h("dt", {}, "Updated"), h("dd", {}, when(m.updated_at)),
+      h("dt", {}, "Tags"), h("dd", {}, m.tags.length ? m.tags.map((t) => h("span", { class: "tag", style: "margin-right:4px" }, t)) : "—"),
+      h("dt", {}, "Redacted"), h("dd", {}, Object.keys(m.redacted_entities).length
+        ? Object.entries(m.redacted_entities).map(([k, v]) => `${k} ×${v}`).join(", ") : "nothing"),
+      h("dt", {}, "Id"), h("dd", {}, h("code", {}, m.id))),
+    h("h3", {}, `Hit history · 90 days`), hitChart(hits),
+    hits.recent.length ? h("table", { class: "events", "data-testid": "hit-events" }, h("tbody", {}, hits.recent.slice(0, 8).map((e) =>
+      h("tr", {}, h("td", {}, e.signal), h("td", {}, e.agent || "—"), h("td", {}, `+${e.weight}`),
+        h("td", { class: "muted" }, e.counted ? "counted" : "same agent, in window"), h("td", { class: "muted" }, ago(e.at))))))
+      : h("div", { class: "muted" }, "Not used yet."),
+    h("h3", {}, `Contributions · ${contributions.length}`),
+    h("div", { "data-testid": "contributions" }, contributions.map((c) => h("div", { class: "contrib" },
+      h("div", { class: "who" }, h("b", {}, c.agent || "unknown agent"), ` · ${c.decision.replace("_", " ")}`,
+        c.similarity !== null ? ` · similarity ${c.similarity.toFixed(3)}` : "", ` · ${when(c.created_at)}`),
+      h("div", { class: "what" }, c.content)))),
+  );
+  show("l0");
+}
+
+function hitChart(hits) {
+  const days = [];
+  const today = new Date(); today.setUTCHours(0, 0, 0, 0);
+  for (let i = 89; i >= 0; i--) days.push(new Date(today.getTime() - i * 86400000).toISOString().slice(0, 10));
+  const per = Object.fromEntries(days.map((d) => [d, { search: 0, details: 0, merge: 0 }]));
+  for (const x of hits.days) if (per[x.day]) per[x.day][x.signal] = x.events;
+  const W = 500, H = 70, bw = W / days.length;
+  const max = Math.max(1, ...days.map((d) => per[d].search + per[d].details + per[d].merge));
+  const colors = { search: "#38bdf8", details: "#8b9cff", merge: "#a78bfa" };
+  const svg = s("svg", { viewBox: `0 0 ${W} ${H + 14}`, width: "100%", "data-testid": "hit-chart" },
+    s("line", { x1: 0, x2: W, y1: H, y2: H, stroke: "#24304f" }));
+  days.forEach((d, i) => {
+    let y = H;
+    for (const sig of ["search", "details", "merge"]) {
+      const v = per[d][sig]; if (!v) continue;
+      const hh = (H - 4) * v / max; y -= hh;
+      svg.append(s("rect", { x: i * bw + 0.5, y, width: Math.max(1, bw - 1), height: hh, fill: colors[sig] }, s("title", {}, `${d} · ${sig}: ${v}`)));
+    }
+  });
+  svg.append(s("text", { x: 0, y: H + 12 }, days[0].slice(5)), s("text", { x: W, y: H + 12, "text-anchor": "end" }, "today"));
+  return h("div", {}, svg, h("div", { class: "legend" }, Object.entries(colors).map(([k, c]) => h("span", {}, h("i", { style: `background:${c}` }), k))));
+}
+
+function editMemory(d, m) {
+  const field = (name, label, value, rows = 3) => h("label", { style: "display:block;margin-top:10px" },
+    h("span", { class: "muted", style: "font-size:12px" }, label), h("textarea", { name, rows }, value));
+  const tags = h("input", { name: "tags", value: m.tags.join(", "), style: "width:100%" });
+  const tier = h("select", { name: "tier" }, TIERS.map((t) => h("option", { value: t }, t)));
+  tier.value = m.tier;
+  const form = h("form", { "data-testid": "edit-form" },
+    field("content", "Content", m.content, 4), field("context", "Context", m.context), field("resolution", "Resolution", m.resolution),
+    h("label", { style: "display:block;margin-top:10px" }, h("span", { class: "muted", style: "font-size:12px" }, "Tags (comma separated)"), tags),
+    h("label", { style: "display:block;margin-top:10px" }, h("span", { class: "muted", style: "font-size:12px;margin-right:8px" }, "Tier"), tier),
+    h("p", { class: "fine" }, "Changed text is redacted, re-typed, re-embedded and re-summarized."),
+    h("div", { class: "actions" }, h("button", { class: "btn primary", type: "submit" }, "Save"),
+      h("button", { class: "btn", type: "button", onclick: () => openMemory(m.id) }, "Cancel")));
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const fd = new FormData(form);
+    const change = { tier: fd.get("tier"), tags: String(fd.get("tags")).split(",").map((t) => t.trim()).filter(Boolean) };
+    for (const k of ["content", "context", "resolution"]) if (fd.get(k) !== m[k]) change[k] = fd.get(k);
+    try { await api(`/memories/${m.id}`, { method: "PATCH", body: change }); toast("Saved"); await openMemory(m.id); refreshList(); }
+    catch (e) { toast(e.message); }
+  });
+  d.replaceChildren(h("button", { class: "btn small close", onclick: () => openMemory(m.id) }, "✕"),
+    h("div", { class: "title" }, "Edit memory"), form);
+}
+
+function refreshList() {
+  if (state.page === "memories") loadMemories();
+  if (state.page === "map") { state.page = null; route(); }
+}
+
+// --- Search playground --------------------------------------------------------------------------------
+
+async function pageSearch(main) {
+  const q = h("input", { type: "search", placeholder: "What would an agent ask? e.g. postgres connection refused", "data-testid": "search-q" });
+  const tier = h("select", { "aria-label": "Tier" }, h("option", { value: "" }, "Tier: any"), TIERS.map((t) => h("option", { value: t }, t)));
+  const limit = h("select", { "aria-label": "Limit" }, [5, 10, 20, 50].map((n) => h("option", { value: n }, `${n} results`)));
+  limit.value = "10";
+  const out = h("div", { "data-testid": "search-results" });
+  const form = h("form", { class: "toolbar" }, q, tier, limit, h("button", { class: "btn primary", type: "submit", "data-testid": "search-go" }, "Search"));
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    if (!q.value.trim()) return;
+    out.replaceChildren(h("div", { class: "loading" }, "Searching…"));
+    const t0 = performance.now();
+    try {
+      const res = await api("/memories/search", { method: "POST", body: { query: q.value, tier: tier.value || null, limit: Number(limit.value), detail_level: "l1", explain: true } });
+      renderResults(out, res.results, performance.now() - t0);
+    } catch (e) { out.replaceChildren(h("div", { class: "card error" }, e.message)); }
+  });
+  main.replaceChildren(head("Search playground", "hybrid vector + full-text ranking, every factor shown"), form,
+    h("p", { class: "fine" }, "score = relevance × tier boost × (1 − w + w · hotness); relevance fuses cosine similarity and full-text rank. Like any agent's search, each result returned counts one hit."),
+    out);
+  q.focus();
+}
+
+function renderResults(out, results, ms) {
+  if (!results.length) { out.replaceChildren(h("div", { class: "card muted" }, "No memory matched.")); return; }
+  const maxScore = Math.max(...results.map((r) => r.score), 1e-9);
+  const comp = (label, value, max, color) => h("div", { class: "comp", "data-component": label },
+    h("span", {}, label), h("div", { class: "track" }, h("div", { class: "fill", style: `width:${Math.min(100, (100 * value) / max)}%;background:${color}` })),
+    h("span", { class: "num" }, value.toFixed(3)));
+  out.replaceChildren(h("div", { class: "muted", style: "margin-bottom:10px" }, `${results.length} results in ${ms.toFixed(0)} ms`),
+    ...results.map((r, i) => {
+      const e = r.explain, m = r.record;
+      return h("div", { class: "result", "data-id": m.id, onclick: () => { location.hash = `#/memories/${m.id}`; } },
+        h("div", {},
+          h("div", { class: "rank" }, `#${i + 1}`, " ", typeChip(m.memory_type), " ", tierChip(m.tier), m.pinned ? " ★" : ""),
+          h("div", { class: "s" }, m.summary_l0),
+          m.overview_l1 && m.overview_l1 !== m.summary_l0 ? h("div", { class: "fine" }, m.overview_l1.slice(0, 260)) : null,
+          h("div", { class: "src" }, `found by ${[e.from_vector ? "vector" : null, e.from_text ? "full text" : null].filter(Boolean).join(" + ")} · ${fmt(m.hit_count)} hits · last used ${ago(m.last_hit_at)}`)),
+        h("div", { "data-testid": "score-bars" },
+          h("div", { class: "score-big" }, r.score.toFixed(4), h("span", { class: "muted", style: "font-size:12px;font-weight:400" }, "  final score")),
+          comp("score", r.score, maxScore, "linear-gradient(90deg,#6d7cff,#38bdf8)"),
+          comp("relevance", e.relevance, 1, "#8b9cff"),
+          comp("vector", e.vector_similarity, 1, "#60a5fa"),
+          comp("full text", e.text_rank, 1, "#34d399"),
+          comp("tier boost", e.tier_boost, 1.5, tierColor(m.tier)),
+          comp("hotness", e.hotness, 1, "#fb923c")));
+    }));
+}
+
+// --- Map ----------------------------------------------------------------------------------------------
+
+function hashOf(id) { let x = 2166136261; for (const c of id) { x ^= c.charCodeAt(0); x = Math.imul(x, 16777619); } return (x >>> 0) / 4294967296; }
+
+async function pageMap(main) {
+  const data = await api("/api/dashboard/map?per_tier=300");
+  const W = 900, C = W / 2, rings = { hot: [36, 140], warm: [152, 280], cold: [292, 400] };
+  const svg = s("svg", { id: "map-svg", viewBox: `0 0 ${W} ${W}`, "data-testid": "map-svg" });
+  for (const t of [...TIERS].reverse()) {
+    svg.append(s("circle", { cx: C, cy: C, r: rings[t][1] + 6, fill: tierColor(t), "fill-opacity": 0.035, stroke: tierColor(t), "stroke-opacity": 0.3, "stroke-dasharray": "3 5" }));
+  }
+  for (const t of TIERS) svg.append(s("text", { x: C + 6, y: C - rings[t][1] + 8, "font-size": 12, fill: tierColor(t) }, t.toUpperCase()));
+  const sector = (2 * Math.PI) / TYPES.length;
+  TYPES.forEach((t, i) => {
+    const a = i * sector - Math.PI / 2;
+    svg.append(s("line", { x1: C, y1: C, x2: C + Math.cos(a) * 410, y2: C + Math.sin(a) * 410, stroke: "#1f2946" }));
+    const mid = a + sector / 2;
+    svg.append(s("text", { x: C + Math.cos(mid) * 420, y: C + Math.sin(mid) * 420 + 4, "text-anchor": Math.cos(mid) > 0.2 ? "start" : Math.cos(mid) < -0.2 ? "end" : "middle", fill: typeColor(t), "font-size": 12 }, t));
+  });
+  const maxHits = Math.max(1, ...data.nodes.map((n) => n.hit_count));
+  const tip = h("div", { class: "map-tip", hidden: true });
+  const wrap = h("div", { class: "card map-card" }, svg, tip);
+  // Radial by tier (hot in the middle), one sector per type; radius and angle jittered by the id so
+  // the picture is stable between loads; size grows with the square root of hits.
+  const sorted = [...data.nodes].sort((a, b) => a.hit_count - b.hit_count);
+  for (const n of sorted) {
+    const [r0, r1] = rings[n.tier];
+    const u = hashOf(n.id), v = hashOf(n.id + "v");
+    const rank = Math.sqrt(n.hit_count / maxHits);
+    const r = r0 + (r1 - r0) * (0.15 + 0.8 * ((1 - rank) * 0.6 + v * 0.4));
+    const a = TYPES.indexOf(n.memory_type) * sector - Math.PI / 2 + sector * (0.06 + 0.88 * u);
+    const size = 3 + 11 * rank;
+    const dot = s("circle", { class: `node${n.pinned ? " pin" : ""}`, cx: C + Math.cos(a) * r, cy: C + Math.sin(a) * r, r: size,
+      fill: typeColor(n.memory_type), "fill-opacity": 0.85, "data-id": n.id });
+    dot.addEventListener("mouseenter", (ev) => {
+      tip.hidden = false;
+      tip.replaceChildren(h("div", {}, typeChip(n.memory_type), " ", tierChip(n.tier), n.pinned ? " ★" : ""), h("div", { style: "margin-top:6px" }, n.label), h("div", { class: "muted" }, `${fmt(n.hit_count)} hits`));
+      const box = wrap.getBoundingClientRect();
+      tip.style.left = `${Math.min(ev.clientX - box.left + 12, box.width - 310)}px`; tip.style.top = `${ev.clientY - box.top + 12}px`;
+    });
+    dot.addEventListener("mouseleave", () => { tip.hidden = true; });
+    dot.addEventListener("click", () => openMemory(n.id));
+    svg.append(dot);
+  }
+  const total = data.totals.reduce((x, c) => x + c.memories, 0);
+  const per = (key, val) => data.totals.filter((c) => c[key] === val).reduce((x, c) => x + c.memories, 0);
+  main.replaceChildren(head("Map", "memories by tier (hot at the centre) and type; size = hits; click a dot for details"),
+    h("div", { class: "map-wrap" }, wrap,
+      h("div", { class: "grid", style: "align-content:start" },
+        h("div", { class: "card", "data-testid": "map-summary" }, h("h2", {}, "Shown"),
+          h("div", { class: "kpi" }, h("div", { class: "value" }, fmt(data.nodes.length)), h("div", { class: "sub" },
+            data.sampled ? `the most used of ${fmt(total)} active memories (up to 300 per tier)` : `all ${fmt(total)} active memories`))),
+        h("div", { class: "card" }, h("h2", {}, "Types"), barList(TYPES.map((t) => [t, per("memory_type", t)]), typeColor)),
+        h("div", { class: "card" }, h("h2", {}, "Tiers"), barList(TIERS.map((t) => [t, per("tier", t)]), tierColor)),
+        h("div", { class: "card fine" }, "Knowledge clusters will be drawn as rings around their members once clustering lands in this hub."))));
+}
+
+// --- Skills, trajectories & import (filled in as those parts of the hub land) -------------------------
+
+function emptyState(icon, title, text, items, testid) {
+  return h("div", { class: "card empty", "data-testid": testid }, h("div", { class: "big" }, icon), h("h2", {}, title),
+    h("p", { class: "muted" }, text), h("ul", {}, items.map((i) => h("li", {}, i))));
+}
+
+function genericTable(rows) {
+  if (!Array.isArray(rows) || !rows.length) return h("div", { class: "muted" }, "Nothing yet.");
+  const cols = Object.keys(rows[0]).filter((k) => typeof rows[0][k] !== "object" || rows[0][k] === null).slice(0, 7);
+  return h("table", {}, h("thead", {}, h("tr", {}, cols.map((c) => h("th", {}, c)))),
+    h("tbody", {}, rows.map((r) => h("tr", {}, cols.map((c) => h("td", {}, String(r[c] ?? "—")))))));
+}
+
+async function listOf(path) {
+  const data = await api(path);
+  return Array.isArray(data) ? data : data.items || data.skills || data.sessions || data.results || [];
+}
+
+async function pageSkills(main) {
+  if (!state.features.skills) {
+    main.replaceChildren(head("Skills"), emptyState("◆", "No skill hub in this hub yet",
+      "When mature knowledge clusters crystallize into skills, this page lists them:",
+      ["each skill with its current version and the cluster it came from", "versions and evolution history (what changed, and why)",
+        "the rendered SKILL.md, and a download"], "skills-empty"));
+    return;
+  }
+  main.replaceChildren(head("Skills"), h("div", { class: "card table-card" }, genericTable(await listOf("/skills"))));
+}
+
+async function pageTrajectories(main) {
+  const parts = [head("Trajectories & import", "sessions agents handed in, their task segments and metrics; chat-export imports")];
+  if (state.features.imports) parts.push(importCard());
+  else parts.push(emptyState("⇪", "Import is not available yet",
+    "When the import endpoints land you will upload chat exports and session logs here:",
+    ["a progress bar per file, with pause and resume", "a review of the memories each import produced"], "import-empty"));
+  parts.push(h("div", { style: "height:16px" }));
+  if (state.features.trajectories) parts.push(await sessionsCard());
+  else parts.push(emptyState("⇅", "No trajectories yet",
+    "Once session ingestion lands in this hub, this page shows:",
+    ["sessions, their task segments and each segment's metric values", "which segments produced memories"], "trajectories-empty"));
+  main.replaceChildren(...parts);
+}
+
+const IMPORT_KINDS = ["chatgpt", "claude", "deepseek", "markdown", "text"];
+const FINISHED = ["done", "failed"];
+
+function progressBar(job) {
+  const pct = Math.round(100 * (job.progress || 0));
+  const color = job.status === "failed" ? "#f87171" : job.status === "paused" ? "#fbbf24" : job.status === "done" ? "#34d399" : "#38bdf8";
+  return h("div", { class: "progress", "data-testid": "import-progress", "data-status": job.status, "data-progress": pct },
+    h("div", { class: "track big" }, h("div", { class: "fill", style: `width:${pct}%;background:${color}` })),
+    h("span", { class: "num" }, `${pct}% · ${fmt(job.done)} of ${fmt(job.total)} conversations${job.failed ? ` · ${fmt(job.failed)} failed` : ""} · ${job.status}`));
+}
+
+function importCard() {
+  const kind = h("select", { name: "kind", "aria-label": "Export format", "data-testid": "import-kind" }, IMPORT_KINDS.map((k) => h("option", { value: k }, k)));
+  const file = h("input", { type: "file", name: "file", required: true, "data-testid": "import-file" });
+  const jobs = h("div", { "data-testid": "import-jobs" });
+  const form = h("form", { class: "toolbar" }, kind, file, h("button", { class: "btn primary", type: "submit", "data-testid": "import-go" }, "Import"));
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    if (!file.files.length) return;
+    const fd = new FormData();
+    fd.append("kind", kind.value); fd.append("name", file.files[0].name); fd.append("file", file.files[0]);
+    try { const job = await api("/imports", { method: "POST", body: fd }); toast(`Import of ${job.name} started`); file.value = ""; await drawJobs(jobs); }
+    catch (e) { toast(e.message); }
+  });
+  drawJobs(jobs);
+  return h("div", { class: "card" }, h("h2", {}, "Import chat exports"),
+    h("p", { class: "fine" }, "ChatGPT, Claude or DeepSeek exports, Markdown or plain text. Each conversation becomes a session; the worker segments and scores it and extracts memories. Redaction runs before anything is stored."),
+    form, jobs);
+}
+
+async function drawJobs(box) {
+  const list = await api("/imports?limit=20");
+  clearTimeout(drawJobs.timer);
+  if (!list.length) { box.replaceChildren(h("div", { class: "muted" }, "No import yet.")); return; }
+  box.replaceChildren(h("table", { class: "events" }, h("tbody", {}, list.map((job) => h("tr", { "data-job": job.id },
+    h("td", { style: "width:26%" }, h("b", {}, job.name), h("div", { class: "muted" }, `${job.kind} · ${ago(job.created_at)}`)),
+    h("td", {}, progressBar(job), job.last_error ? h("div", { class: "error" }, job.last_error) : null),
+    h("td", { style: "width:180px;text-align:right" },
+      job.status === "running" ? h("button", { class: "btn small", "data-testid": "import-pause", onclick: () => jobAction(box, job, "pause") }, "Pause") : null,
+      job.status === "paused" || job.status === "failed" ? h("button", { class: "btn small", "data-testid": "import-resume", onclick: () => jobAction(box, job, "resume") }, "Resume") : null,
+      " ", h("button", { class: "btn small", "data-testid": "import-review", onclick: () => reviewJob(job) }, "Review")))))));
+  if (list.some((j) => !FINISHED.includes(j.status) && j.status !== "paused")) drawJobs.timer = setTimeout(() => { if (box.isConnected) drawJobs(box); }, 700);
+}
+
+async function jobAction(box, job, action) {
+  try { await api(`/imports/${job.id}/${action}`, { method: "POST" }); await drawJobs(box); } catch (e) { toast(e.message); }
+}
+
+async function reviewJob(job) {
+  const d = document.getElementById("drawer");
+  d.hidden = false;
+  const items = await api(`/imports/${job.id}/review?limit=200`);
+  const decide = async (item, approve) => {
+    try {
+      const out = await api(`/imports/${job.id}/review`, { method: "POST", body: approve ? { approve: [item.item_id] } : { discard: [item.item_id] } });
+      toast(approve ? "Approved" : `Discarded; ${out.memories_archived} memories archived`); await reviewJob(job);
+    } catch (e) { toast(e.message); }
+  };
+  d.replaceChildren(h("button", { class: "btn small close", onclick: () => closeDrawer() }, "✕"),
+    h("div", { class: "title" }, `Review · ${job.name}`),
+    h("p", { class: "fine" }, "Each imported conversation, what it produced, and your decision: discarding archives its memories."),
+    h("table", { class: "events", "data-testid": "import-review-items" }, h("tbody", {}, items.map((it) => h("tr", {},
+      h("td", {}, h("b", {}, it.title || "untitled"), h("div", { class: "muted" }, `${it.status} · ${fmt(it.messages)} messages · ${fmt(it.segments)} segments · ${fmt(it.memory_ids.length)} memories`)),
+      h("td", { class: "muted" }, it.review_status || "—"),
+      h("td", { style: "text-align:right;white-space:nowrap" },
+        h("button", { class: "btn small", onclick: () => decide(it, true) }, "Approve"), " ",
+        h("button", { class: "btn small danger", onclick: () => decide(it, false) }, "Discard")))))));
+}
+
+async function sessionsCard() {
+  const sessions = await api("/sessions?limit=50");
+  const card = h("div", { class: "card table-card", "data-testid": "sessions" }, h("h2", { style: "margin:10px 8px" }, "Sessions"));
+  if (!sessions.length) { card.append(h("div", { class: "muted", style: "padding:0 8px 8px" }, "No session has been handed in yet: agents send them with `ultron ingest` or POST /ingest.")); return card; }
+  card.append(h("table", {}, h("thead", {}, h("tr", {}, ["Session", "Agent", "Messages", "Segments", "Memories", "Review", "Updated"].map((c) => h("th", {}, c)))),
+    h("tbody", {}, sessions.map((x) => h("tr", { "data-session": x.id, onclick: () => openSession(x.id) },
+      h("td", {}, h("div", {}, x.source || x.id.slice(0, 8)), h("div", { class: "muted", style: "font-size:12px" }, x.format)),
+      h("td", { class: "muted" }, x.agent), h("td", { class: "num" }, fmt(x.message_count)), h("td", { class: "num" }, fmt(x.segments)),
+      h("td", { class: "num" }, fmt(x.memories)), h("td", { class: "muted" }, x.review_status), h("td", { class: "muted" }, ago(x.updated_at)))))));
+  return card;
+}
+
+async function openSession(id) {
+  const d = document.getElementById("drawer");
+  d.hidden = false;
+  d.replaceChildren(h("div", { class: "loading" }, "Loading session…"));
+  const detail = await api(`/sessions/${id}`);
+  const metricValue = (v) => (v && typeof v === "object" ? v.value : v);
+  d.replaceChildren(h("button", { class: "btn small close", onclick: () => closeDrawer() }, "✕"),
+    h("div", { class: "title" }, detail.session.source || "Session"),
+    h("div", { class: "chips" }, h("span", { class: "chip" }, detail.session.format), h("span", { class: "chip" }, `${fmt(detail.session.message_count)} messages`),
+      h("span", { class: "chip" }, detail.session.agent)),
+    h("h3", {}, `Segments · ${detail.segments.length}`),
+    h("div", { "data-testid": "segments" }, detail.segments.map((sg) => h("div", { class: "card", style: "margin-bottom:10px" },
+      h("div", {}, h("b", {}, `#${sg.segment_index + 1} ${sg.topic || ""}`), " ", h("span", { class: "chip" }, sg.stage),
+        sg.score !== null ? h("span", { class: "muted" }, `  score ${sg.score.toFixed(2)}`) : null),
+      barList(Object.entries(sg.metrics || {}).map(([k, v]) => [k, Number(metricValue(v) || 0)]).filter(([, v]) => !Number.isNaN(v)), () => "#8b9cff"),
+      sg.memory_ids.length ? h("div", { class: "fine" }, `${sg.memory_ids.length} memories extracted`) : null))));
+}
+
+// --- Settings -----------------------------------------------------------------------------------------
+
+async function pageSettings(main) {
+  const cfg = await api("/api/dashboard/settings");
+  const filter = h("input", { type: "search", placeholder: "Filter settings…" });
+  const rows = Object.entries(cfg).sort(([a], [b]) => a.localeCompare(b));
+  const tbody = h("tbody");
+  const draw = () => tbody.replaceChildren(...rows.filter(([k]) => k.includes(filter.value.toLowerCase())).map(([k, v]) =>
+    h("tr", {}, h("td", { class: "k" }, k), h("td", { class: `v${v === "********" ? " secret" : ""}` },
+      v === "********" ? "•••••••• (set, masked)" : v === null ? "—" : typeof v === "object" ? JSON.stringify(v) : String(v)))));
+  filter.addEventListener("input", draw);
+  draw();
+  main.replaceChildren(head("Settings", "the running configuration; secrets are masked, never sent"),
+    h("div", { class: "toolbar" }, filter),
+    h("div", { class: "card table-card" }, h("table", { class: "settings-table", "data-testid": "settings-table" }, tbody)),
+    h("p", { class: "fine" }, "Change settings with ULTRON_* environment variables or command-line options and restart the hub; see docs/configuration.md."));
+}
+
+// --- boot ---------------------------------------------------------------------------------------------
+
+document.getElementById("signin-form").addEventListener("submit", signIn);
+document.addEventListener("keydown", (ev) => { if (ev.key === "Escape") closeDrawer(); });
+start();
