@@ -187,8 +187,16 @@ class Probe:
     search_ms: list[float] = field(default_factory=list)
     knn_ms: list[float] = field(default_factory=list)
     decisions: dict[str, int] = field(default_factory=dict)
+    redact_ms: list[float] = field(default_factory=list)
+    redact_bytes: int = 0
 
     def upload(self, req: UploadRequest) -> None:
+        if self.hub.redactor is not None:  # the redaction an upload does, timed on its own
+            fields = {"content": req.content, "context": req.context, "resolution": req.resolution}
+            start = time.perf_counter()
+            self.hub.redactor.redact_fields(fields)
+            self.redact_ms.append((time.perf_counter() - start) * 1000.0)
+            self.redact_bytes += sum(len(v.encode()) for v in fields.values())
         start = time.perf_counter()
         with self.hub.db.session() as s:
             decision = self.hub.memory.upload(s, self.actor, req).decision
@@ -331,4 +339,13 @@ def run_benchmark(args: argparse.Namespace) -> int:
         "measurements interleaved across sizes"
     )
     print(report([p.row() for p in probes]))
+    redact_ms = [ms for p in probes for ms in p.redact_ms]
+    if redact_ms:
+        upload_ms = [ms for p in probes for ms in p.upload_ms]
+        kb = sum(p.redact_bytes for p in probes) / 1024
+        print(
+            f"redaction: {statistics.fmean(redact_ms):.2f} ms per upload, "
+            f"{kb / (sum(redact_ms) / 1000):.0f} KB/s, "
+            f"{100 * statistics.fmean(redact_ms) / statistics.fmean(upload_ms):.0f}% of mean upload latency"
+        )
     return 0
