@@ -429,6 +429,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--size", type=int, default=100_000, help="memories to load, default 100000")
     p.add_argument("--repeat", type=int, default=20, help="calls per API endpoint")
     p.add_argument("--page-repeat", dest="page_repeat", type=int, default=5, help="loads per page")
+    p.add_argument("--screenshots", help="also save a PNG of each timed page at that size in this folder")
     p.set_defaults(func=cmd_dashboard_bench)
 
     p = sub.add_parser(

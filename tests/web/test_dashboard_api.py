@@ -180,3 +180,24 @@ def test_features_say_what_is_installed(client, admin_key):
     paths = set(client.get("/openapi.json").json()["paths"])
     assert features["imports"] == ("/imports" in paths)
     assert features["worker"] == any(p.startswith("/worker") for p in paths)
+
+
+def test_overview_shows_worker_runs_once_the_worker_exists(hub, client, admin_key):
+    from sqlalchemy import text
+
+    with hub.db.session() as s:
+        if s.execute(text("SELECT to_regclass('worker_runs')")).scalar() is None:
+            assert client.get("/api/dashboard/overview", headers=auth(admin_key)).json()["worker"] is None
+            return
+        s.execute(
+            text(
+                "INSERT INTO worker_runs (cycle_id, worker_id, step, status, finished_at, counts, errors) "
+                "VALUES (gen_random_uuid(), 'w1', 'segment', 'ok', now(), '{\"sessions\": 3}', '[]'), "
+                "(gen_random_uuid(), 'w1', 'rebalance', 'failed', now(), '{}', '[\"boom\"]')"
+            )
+        )
+    worker = client.get("/api/dashboard/overview", headers=auth(admin_key)).json()["worker"]
+    outcomes = {(o["step"], o["status"]): o["runs"] for o in worker["outcomes"]}
+    assert outcomes == {("rebalance", "failed"): 1, ("segment", "ok"): 1}
+    failed = [r for r in worker["recent"] if r["status"] == "failed"][0]
+    assert failed["errors"] == 1

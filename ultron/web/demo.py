@@ -146,14 +146,29 @@ DEMO_SEARCHES = (
 )
 
 
+DEMO_CHATS = """User: The CI job fails with 'No space left on device' while building the image.
+Assistant: The runner's docker cache is full. Run docker system prune -af, then rebuild.
+User: Pruned 41 GB, the build passes now.
+---
+User: How do I make pytest stop at the first failure and show locals?
+Assistant: Use pytest -x -l; add --pdb to drop into the debugger on failure.
+User: Perfect, -x -l is what I needed.
+---
+User: Our nginx returns 413 on file uploads over 1 MB.
+Assistant: Raise client_max_body_size in the server block, e.g. client_max_body_size 50m; then reload nginx.
+User: Fixed, uploads of 20 MB work.
+"""
+
+
 @dataclass
 class DemoData:
     keys: dict[str, str]
     memory_ids: list[Any]
 
 
-def seed_demo(hub: Any, *, admin_key: bool = True) -> DemoData:
-    """Create demo agents (keys returned), upload the demo memories, search, read, pin and archive."""
+def seed_demo(hub: Any, *, admin_key: bool = True, with_import: bool = False) -> DemoData:
+    """Create demo agents (keys returned), upload the demo memories, search, read, pin and archive;
+    with `with_import`, also import a small chat export (its extracted memories add to the count)."""
     keys: dict[str, str] = {}
     with hub.db.session() as s:
         for i, name in enumerate(DEMO_AGENTS):
@@ -181,7 +196,22 @@ def seed_demo(hub: Any, *, admin_key: bool = True) -> DemoData:
         hub.memory.edit(s, actors[0], ids[1], MemoryPatch(tier="hot"))
         hub.memory.edit(s, actors[0], ids[13], MemoryPatch(tier="cold"))
         hub.memory.edit(s, actors[0], ids[18], MemoryPatch(status="archived"))
+    if with_import:
+        _seed_import(hub, actors[0])
     return DemoData(keys=keys, memory_ids=ids)
+
+
+def _seed_import(hub: Any, actor: Actor) -> None:
+    """One finished chat-export import, segmented and scored, when this hub has the ingestion service."""
+    ingestion = getattr(hub, "ingestion", None)
+    if ingestion is None:
+        return
+    from ultron.trajectory.pipeline import process_pending
+
+    with hub.db.session() as s:
+        job = ingestion.imports.start(s, actor, "text", "team-chats.txt", DEMO_CHATS.encode())
+    ingestion.imports.run(actor, job.id)
+    process_pending(hub, tenant_id=actor.tenant_id)
 
 
 def spread_days(hub: Any, days: int = 14) -> None:

@@ -90,6 +90,11 @@ def capture(page: Any, base_url: str, out: Path, search_query: str) -> list[Path
         page.goto(f"{base_url}/dashboard#/{name}")
         page.wait_for_selector(selector)
         shot(name)
+        if name == "trajectories" and page.locator("tr[data-session]").count():
+            page.click("tr[data-session]")
+            page.wait_for_selector("[data-testid=segments]")
+            shot("session-detail", full_page=False)
+            page.keyboard.press("Escape")
     return shots
 
 
@@ -122,7 +127,7 @@ def demo_screenshots(out: Path, settings: Any, search_query: str) -> list[Path]:
     )
     hub = Hub.open(demo_settings)
     try:
-        demo = seed_demo(hub)
+        demo = seed_demo(hub, with_import=True)
         spread_days(hub)
         with LiveServer(create_app(hub, allow_open=True)) as url:
             return screenshots(url, out, demo.keys["claude-code"], search_query)

@@ -181,7 +181,7 @@ function activityChart(days, activity) {
   const byDay = Object.fromEntries(days.map((d) => [d, {}]));
   for (const a of activity) if (byDay[a.day]) byDay[a.day][a.kind] = a.events;
   const totals = days.map((d) => Object.values(byDay[d]).reduce((x, y) => x + y, 0));
-  const max = Math.max(4, ...totals);
+  const max = Math.ceil(Math.max(4, ...totals) / 4) * 4;  // quarters on whole numbers
   const step = (W - L) / days.length, bw = Math.max(3, step * 0.7);
   const svg = s("svg", { viewBox: `0 0 ${W} ${H}`, width: "100%", "data-testid": "activity-chart" });
   for (let i = 0; i <= 4; i++) {
@@ -522,7 +522,7 @@ function hashOf(id) { let x = 2166136261; for (const c of id) { x ^= c.charCodeA
 async function pageMap(main) {
   const data = await api("/api/dashboard/map?per_tier=300");
   const W = 900, C = W / 2, rings = { hot: [36, 140], warm: [152, 280], cold: [292, 400] };
-  const svg = s("svg", { id: "map-svg", viewBox: `0 0 ${W} ${W}`, "data-testid": "map-svg" });
+  const svg = s("svg", { id: "map-svg", viewBox: `-90 -10 ${W + 180} ${W + 20}`, "data-testid": "map-svg" });
   for (const t of [...TIERS].reverse()) {
     svg.append(s("circle", { cx: C, cy: C, r: rings[t][1] + 6, fill: tierColor(t), "fill-opacity": 0.035, stroke: tierColor(t), "stroke-opacity": 0.3, "stroke-dasharray": "3 5" }));
   }
@@ -709,8 +709,8 @@ async function openSession(id) {
       h("span", { class: "chip" }, detail.session.agent)),
     h("h3", {}, `Segments · ${detail.segments.length}`),
     h("div", { "data-testid": "segments" }, detail.segments.map((sg) => h("div", { class: "card", style: "margin-bottom:10px" },
-      h("div", {}, h("b", {}, `#${sg.segment_index + 1} ${sg.topic || ""}`), " ", h("span", { class: "chip" }, sg.stage),
-        sg.score !== null ? h("span", { class: "muted" }, `  score ${sg.score.toFixed(2)}`) : null),
+      h("div", { style: "margin-bottom:10px" }, h("b", {}, `#${sg.segment_index + 1} ${sg.topic || ""}`), " ", h("span", { class: "chip" }, sg.stage),
+        sg.score !== null ? h("span", { class: "chip", style: "margin-left:6px" }, `score ${sg.score.toFixed(2)}`) : null),
       barList(Object.entries(sg.metrics || {}).map(([k, v]) => [k, Number(metricValue(v) || 0)]).filter(([, v]) => !Number.isNaN(v)), () => "#8b9cff"),
       sg.memory_ids.length ? h("div", { class: "fine" }, `${sg.memory_ids.length} memories extracted`) : null))));
 }
