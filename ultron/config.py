@@ -183,6 +183,9 @@ class Settings(BaseSettings):
 
     log_level: str = Field("INFO", description="DEBUG, INFO, WARNING or ERROR")
     log_json: bool = Field(False, description="Structured JSON logs")
+    metrics_port: int | None = Field(
+        None, ge=1, le=65535, description="Port of a bare /metrics listener for the worker (unset: none)"
+    )
 
     @field_validator("data_dir")
     @classmethod

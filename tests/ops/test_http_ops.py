@@ -223,3 +223,26 @@ def test_multiprocess_mode_sums_every_process(tmp_path):
         if s.labels.get("decision") == "created"
     }
     assert totals["ultron_memory_uploads_total"] == 2
+
+
+def test_worker_steps_and_the_standalone_listener():
+    """What the worker records is visible on its own metrics port (it has no HTTP API)."""
+    import socket
+
+    import httpx
+
+    metrics.record_worker_step("extract", 0.5, failed=True)
+    metrics.record_worker_step("extract", 0.1, failed=False)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    metrics.serve(port, "127.0.0.1")
+    text_ = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
+    found = {
+        (s.name, s.labels.get("step")): s.value
+        for f in text_string_to_metric_families(text_)
+        for s in f.samples
+        if s.labels.get("step") == "extract"
+    }
+    assert found[("ultron_worker_step_duration_seconds_count", "extract")] >= 2
+    assert found[("ultron_worker_step_failures_total", "extract")] >= 1

@@ -164,6 +164,13 @@ def counts_search(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def record_worker_step(step: str, seconds: float, *, failed: bool) -> None:
+    """One worker step ran for `seconds`; `failed` when it (or an item inside it) failed."""
+    WORKER_STEP_LATENCY.labels(step).observe(seconds)
+    if failed:
+        WORKER_STEP_FAILURES.labels(step).inc()
+
+
 @contextmanager
 def worker_step(step: str) -> Iterator[None]:
     """Time one worker step; a step that raises counts as a failure (and still re-raises)."""
@@ -279,7 +286,7 @@ def render(session: Session | None = None, local_queues: dict[str, int] | None =
     return generate_latest(_process_registry()) + generate_latest(queues), CONTENT_TYPE_LATEST
 
 
-def serve(port: int, host: str = "0.0.0.0") -> None:  # noqa: S104 - a metrics port is meant to be scraped
+def serve(port: int, host: str = "0.0.0.0") -> None:
     """A standalone `/metrics` listener for processes without an HTTP API (the worker)."""
     from prometheus_client import start_http_server
 
