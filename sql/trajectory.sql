@@ -1,6 +1,13 @@
 -- Ingestion and the Trajectory Hub. Work selection here is for in-process callers (process_pending);
 -- the worker leases the same rows with its own statements, so both skip rows the other has locked.
 
+-- name: session_digests
+-- A stored session's message digests in order: a re-sent file is recognised as unchanged in one read.
+SELECT s.id, s.message_count,
+       (SELECT array_agg(m.digest ORDER BY m.seq) FROM session_messages m WHERE m.session_id = s.id) AS digests
+FROM sessions s
+WHERE s.tenant_id = :tenant_id AND s.agent_name = :agent_name AND s.source = :source;
+
 -- name: pending_sessions
 -- Sessions waiting for (re-)segmentation, oldest due first; rows under a live lease are left alone.
 SELECT id FROM sessions

@@ -28,6 +28,7 @@ EXPECTED_QUERIES |= {
     "mark_reflected",
 }
 EXPECTED_QUERIES |= {
+    "session_digests",
     "pending_sessions",
     "pending_segments",
     "lock_session_for_work",

@@ -345,7 +345,7 @@ def _is_empty(m: Message) -> bool:
 def parse_session(data: bytes) -> ParsedSession:
     """Parse a session file; bad lines become LineErrors (1-based line numbers), the rest messages."""
     session = ParsedSession()
-    text = data.decode("utf-8", errors="replace")
+    text = data.decode("utf-8-sig", errors="replace")  # editors on Windows write a BOM
     messages: list[Message] = []
     for number, raw in enumerate(text.splitlines(), start=1):
         if not raw.strip():

@@ -24,7 +24,7 @@ from ultron.ingestion.schemas import FileResult, IngestFile, IngestResult, Inges
 from ultron.memory.schemas import UploadRequest, UploadResult
 from ultron.tenancy import Actor
 from ultron.trajectory.pipeline import segment_session
-from ultron.trajectory.sessions import notify_work, store_session
+from ultron.trajectory.sessions import notify_work, store_session, unchanged_session
 
 if TYPE_CHECKING:
     from uuid import UUID
@@ -62,16 +62,14 @@ class IngestionService:
             return False
         digest = hashlib.sha256(data).hexdigest()
         try:
+            seen = session.execute(
+                select(RawUpload.id).where(
+                    RawUpload.tenant_id == actor.tenant_id, RawUpload.sha256 == digest, RawUpload.kind == kind
+                )
+            ).first()
+            if seen is not None:
+                return True
             with session.begin_nested():
-                seen = session.execute(
-                    select(RawUpload.id).where(
-                        RawUpload.tenant_id == actor.tenant_id,
-                        RawUpload.sha256 == digest,
-                        RawUpload.kind == kind,
-                    )
-                ).first()
-                if seen is not None:
-                    return True
                 clean, counts = self.scrubber.raw(data)
                 session.add(
                     RawUpload(
@@ -109,8 +107,7 @@ class IngestionService:
         results: list[FileResult] = []
         for f in files:
             try:
-                with session.begin_nested():
-                    results.append(self._ingest_one(session, actor, f))
+                results.append(self._ingest_one(session, actor, f))
             except SQLAlchemyError as exc:
                 log.warning("ingest of %s failed: %s", f.name, type(exc).__name__)
                 results.append(
@@ -144,11 +141,19 @@ class IngestionService:
                 format=parsed.format,
             )
         self.scrubber.messages(parsed.messages)
-        metadata, _ = self.scrubber.json(parsed.metadata)
-        outcome = store_session(session, actor, f.name, parsed.format, parsed.messages, metadata or {})
+        # A re-sent file is recognised in one read, without a savepoint or a lock.
+        outcome = unchanged_session(session, actor, f.name, parsed.messages)
         new_segments = 0
-        if outcome.status != "unchanged" and self.segment_inline:
-            new_segments = segment_session(session, self.hub, outcome.session_id, messages=parsed.messages)
+        if outcome is None:
+            with session.begin_nested():  # one savepoint per file: a failing file does not sink the others
+                metadata, _ = self.scrubber.json(parsed.metadata)
+                outcome = store_session(
+                    session, actor, f.name, parsed.format, parsed.messages, metadata or {}
+                )
+                if outcome.status != "unchanged" and self.segment_inline:
+                    new_segments = segment_session(
+                        session, self.hub, outcome.session_id, messages=parsed.messages
+                    )
         archived = self.archive(session, actor, "ingest_file", f.name, f.content, outcome.session_id)
         return FileResult(
             name=f.name,

@@ -14,6 +14,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
 from ultron.db.models import SessionMessage, SessionRecord
+from ultron.db.queries import q
 from ultron.ingestion.formats import Message
 from ultron.tenancy import Actor
 from ultron.trajectory.canonical import message_digest
@@ -62,6 +63,28 @@ def _time_range(messages: list[Message]) -> tuple[datetime | None, datetime | No
     return (min(times), max(times)) if times else (None, None)
 
 
+def unchanged_session(
+    session: Session, actor: Actor, source: str, messages: list[Message]
+) -> StoreOutcome | None:
+    """The stored session when it already holds exactly these messages (one read, no lock), else None."""
+    row = session.execute(
+        q("session_digests"),
+        {"tenant_id": actor.tenant_id, "agent_name": actor.agent_name, "source": source},
+    ).first()
+    if row is None or row.message_count != len(messages) or not row.digests:
+        return None
+    _strip_nul(messages)
+    if list(row.digests) != [message_digest(m) for m in messages]:
+        return None
+    return StoreOutcome(row.id, "unchanged", 0, len(messages))
+
+
+def _strip_nul(messages: list[Message]) -> None:
+    for m in messages:  # Postgres text cannot hold NUL; strip it before digests so both sides agree
+        m.content = m.content.replace("\x00", "")
+        m.reasoning = m.reasoning.replace("\x00", "") if m.reasoning else m.reasoning
+
+
 def store_session(
     session: Session,
     actor: Actor,
@@ -102,9 +125,7 @@ def store_session(
         )
         .with_for_update()
     ).scalar_one()
-    for m in messages:  # Postgres text cannot hold NUL; strip it before digests so both sides agree
-        m.content = m.content.replace("\x00", "")
-        m.reasoning = m.reasoning.replace("\x00", "") if m.reasoning else m.reasoning
+    _strip_nul(messages)
     digests = [message_digest(m) for m in messages]
     old = list(
         session.execute(
