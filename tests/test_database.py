@@ -38,13 +38,28 @@ EXPECTED_QUERIES |= {
     "segment_stage_counts",
 }
 
+# The background worker (sql/worker.sql).
+EXPECTED_QUERIES |= {
+    *(
+        f"{verb}_{table}"
+        for verb in ("lease", "heartbeat", "release", "park_abandoned")
+        for table in ("sessions", "segments")
+    ),
+    *(f"{verb}_{item}" for verb in ("claim", "finish", "fail") for item in ("session", "segment")),
+    "queue_depths",
+    "parked_items",
+    "rebalance_tiers",
+    "consolidation_candidates",
+    "recent_runs",
+    "prune_runs",
+}
 
 # The dashboard's aggregates and map sample (sql/dashboard.sql).
 EXPECTED_QUERIES |= {
     "activity_by_day",
     "memory_hit_days",
-    "map_nodes",
-    "map_totals",
+    "map_sample",
+    "memory_counts",
     "worker_runs_recent",
     "worker_runs_by_status",
 }

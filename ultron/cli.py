@@ -54,6 +54,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     settings = _settings(args)
     hub = Hub.open(settings)
+    worker = None
     try:
         with hub.db.session() as session:
             keys = count_active_keys(session)
@@ -82,6 +83,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         signal.signal(signal.SIGTERM, _exit_on_signal)
         from ultron.ops.logs import logging_config
 
+        if args.with_worker:
+            from ultron.worker.runner import BackgroundWorker
+
+            worker = BackgroundWorker(hub)
         uvicorn.run(
             app,
             host=settings.host,
@@ -92,6 +97,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except SystemExit as exc:
         return int(exc.code or 0)
     finally:
+        if worker is not None:
+            worker.close()
         hub.close()
     return 0
 
@@ -334,6 +341,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(p)
     p.add_argument("--host", help=f"bind address {_env('host')}, default 127.0.0.1")
     p.add_argument("--port", type=int, help=f"port {_env('port')}, default 8765")
+    p.add_argument(
+        "--with-worker", action="store_true", help="also run the background worker (in a thread)"
+    )
     p.set_defaults(func=cmd_serve)
 
     agents = sub.add_parser("agents", help="manage agents and their API keys").add_subparsers(
@@ -447,6 +457,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--upload-probe", type=int, default=200, help="single uploads timed at each size")
     p.add_argument("--dimension", type=int, default=256, help="hash embedding dimension")
     p.set_defaults(func=cmd_bench)
+
+    from ultron.worker.cli import add_parsers as add_worker_parsers
+
+    add_worker_parsers(sub, _add_common, _settings)
 
     from ultron.ingestion.cli import add_commands as add_ingestion_commands
 

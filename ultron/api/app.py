@@ -208,4 +208,7 @@ def create_app(hub: Hub, *, allow_open: bool = False) -> FastAPI:
     from ultron.mcp.http import mount_mcp  # MCP over streamable HTTP at /mcp, same Bearer keys
 
     mount_mcp(app, hub)
+    from ultron.worker.router import router as worker  # imports `call` from this module
+
+    app.include_router(worker)
     return app

@@ -93,7 +93,10 @@ class Memory(Base):
         CheckConstraint("tier IN ('hot','warm','cold')", name="ck_memories_tier"),
         CheckConstraint("status IN ('active','archived')", name="ck_memories_status"),
         CheckConstraint("scope IN ('shared','private','group')", name="ck_memories_scope"),
-        Index("ix_memories_tenant_status_tier", "tenant_id", "status", "tier"),
+        # No index holds `tier`, and the table keeps 20 % of each page free (fillfactor 80, migration
+        # 0003): a rebalance that moves a memory between tiers is then a HOT update, which writes no new
+        # HNSW/GIN entry (see docs/worker.md).
+        Index("ix_memories_tenant_status", "tenant_id", "status"),
         Index("ix_memories_tenant_type_status", "tenant_id", "memory_type", "status"),
         Index("ix_memories_tenant_hash", "tenant_id", "content_hash"),
         Index("ix_memories_tenant_created", "tenant_id", "created_at"),
@@ -215,46 +218,41 @@ class ActivityEvent(Base):
     created_at: Mapped[datetime] = _now()
 
 
-class ReflectionMark(Base):
-    """An agent reflected on a memory (the dream call stops offering it to that agent)."""
+class WorkerProcess(Base):
+    """A running (or stopped) worker and its last heartbeat; operational, holds no user data."""
 
-    __tablename__ = "reflection_marks"
-    __table_args__ = (UniqueConstraint("agent_id", "memory_id", name="uq_reflection_marks_agent_memory"),)
+    __tablename__ = "workers"
 
-    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
-    tenant_id: Mapped[uuid.UUID] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False
+    id: Mapped[str] = mapped_column(Text, primary_key=True)
+    hostname: Mapped[str] = mapped_column(Text, nullable=False)
+    pid: Mapped[int] = mapped_column(Integer, nullable=False)
+    started_at: Mapped[datetime] = _now()
+    heartbeat_at: Mapped[datetime] = _now()
+    stopped_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    current_step: Mapped[str | None] = mapped_column(Text)
+
+
+class WorkerRun(Base):
+    """One step of one worker cycle: when it ran, what it did (counts) and what failed (errors)."""
+
+    __tablename__ = "worker_runs"
+    __table_args__ = (
+        CheckConstraint(
+            "status IN ('running','ok','failed','skipped','interrupted')", name="ck_worker_runs_status"
+        ),
+        Index("ix_worker_runs_started", "started_at"),
+        Index("ix_worker_runs_cycle", "cycle_id"),
     )
-    agent_id: Mapped[uuid.UUID] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("agents.id", ondelete="CASCADE"), nullable=False
-    )
-    memory_id: Mapped[uuid.UUID] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("memories.id", ondelete="CASCADE"), nullable=False
-    )
-    reflection_id: Mapped[uuid.UUID | None] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("memories.id", ondelete="SET NULL")
-    )
-    created_at: Mapped[datetime] = _now()
-
-
-class MemoryRipple(Base):
-    """Time ripple: using one memory slightly activates memories created within +-48 h of it."""
-
-    __tablename__ = "memory_ripples"
-    __table_args__ = (Index("ix_memory_ripples_memory_created", "memory_id", "created_at"),)
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
-    tenant_id: Mapped[uuid.UUID] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False
-    )
-    memory_id: Mapped[uuid.UUID] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("memories.id", ondelete="CASCADE"), nullable=False
-    )
-    source_id: Mapped[uuid.UUID] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("memories.id", ondelete="CASCADE"), nullable=False
-    )
-    weight: Mapped[float] = mapped_column(Float, nullable=False)
-    created_at: Mapped[datetime] = _now()
+    cycle_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), nullable=False)
+    worker_id: Mapped[str] = mapped_column(Text, nullable=False)
+    step: Mapped[str] = mapped_column(Text, nullable=False)
+    status: Mapped[str] = mapped_column(Text, nullable=False, server_default="running")
+    started_at: Mapped[datetime] = _now()
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    counts: Mapped[dict[str, Any]] = mapped_column(JSONB, nullable=False, server_default=text("'{}'"))
+    errors: Mapped[list[Any]] = mapped_column(JSONB, nullable=False, server_default=text("'[]'"))
 
 
 # --- ingestion and the Trajectory Hub (issue 3) ---------------------------------------------------
@@ -502,4 +500,46 @@ class ImportItem(Base):
     session_id: Mapped[uuid.UUID | None] = mapped_column(
         UUID(as_uuid=True), ForeignKey("sessions.id", ondelete="SET NULL")
     )
+    created_at: Mapped[datetime] = _now()
+
+
+class ReflectionMark(Base):
+    """An agent reflected on a memory (the dream call stops offering it to that agent)."""
+
+    __tablename__ = "reflection_marks"
+    __table_args__ = (UniqueConstraint("agent_id", "memory_id", name="uq_reflection_marks_agent_memory"),)
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    tenant_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False
+    )
+    agent_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("agents.id", ondelete="CASCADE"), nullable=False
+    )
+    memory_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("memories.id", ondelete="CASCADE"), nullable=False
+    )
+    reflection_id: Mapped[uuid.UUID | None] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("memories.id", ondelete="SET NULL")
+    )
+    created_at: Mapped[datetime] = _now()
+
+
+class MemoryRipple(Base):
+    """Time ripple: using one memory slightly activates memories created within +-48 h of it."""
+
+    __tablename__ = "memory_ripples"
+    __table_args__ = (Index("ix_memory_ripples_memory_created", "memory_id", "created_at"),)
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    tenant_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False
+    )
+    memory_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("memories.id", ondelete="CASCADE"), nullable=False
+    )
+    source_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("memories.id", ondelete="CASCADE"), nullable=False
+    )
+    weight: Mapped[float] = mapped_column(Float, nullable=False)
     created_at: Mapped[datetime] = _now()

@@ -33,10 +33,12 @@ def drop_vector_index(conn: Connection) -> None:
 
 
 def create_vector_index(conn: Connection) -> None:
+    # Partial: every nearest-neighbour query reads active memories only, and archiving a memory (a
+    # non-HOT update) then adds no graph entry -- a rebalance that archives thousands stays cheap.
     conn.execute(
         text(
             "CREATE INDEX ix_memories_embedding_hnsw ON memories USING hnsw (embedding vector_cosine_ops) "
-            f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION})"
+            f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION}) WHERE status = 'active'"
         )
     )
 

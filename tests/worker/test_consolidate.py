@@ -1,0 +1,72 @@
+"""Consolidation: near-duplicates of one type merge through the HNSW index; the loser is archived with
+a link to the winner; pinned memories never lose; at most consolidate_max_merges per cycle."""
+
+from __future__ import annotations
+
+import numpy as np
+from sqlalchemy import select
+
+from tests.worker.conftest import add_memories
+from ultron.db.models import Memory
+from ultron.worker.runner import Worker
+
+
+def _near(base: np.ndarray, scale: float, seed: int) -> np.ndarray:
+    return base + np.random.default_rng(seed).normal(scale=scale, size=base.shape)
+
+
+def _state(hub, ids):  # type: ignore[no-untyped-def]
+    with hub.db.session() as session:
+        rows = session.execute(select(Memory).where(Memory.id.in_(ids))).scalars().all()
+        return {m.id: (m.status, m.merged_into_id, m.archived_reason, m.hit_count) for m in rows}
+
+
+def test_consolidation_merges_near_duplicates_and_archives_the_loser(make_hub):
+    hub = make_hub(consolidate_enabled=True)
+    rng = np.random.default_rng(1)
+    a, b, c = (rng.normal(size=hub.embedder.dimension) for _ in range(3))
+    rows = [
+        {"embedding": a, "hit_count": 5},  # 0: winner (more used)
+        {"embedding": _near(a, 0.001, 2), "hit_count": 1},  # 1: its duplicate
+        {"embedding": b, "hit_count": 0, "pinned": True},  # 2: pinned, less used: still wins
+        {"embedding": _near(b, 0.001, 3), "hit_count": 9},  # 3
+        {"embedding": c, "memory_type": "error"},  # 4: same vector, another type: never merged
+        {"embedding": c, "memory_type": "pattern"},  # 5
+    ]
+    _, ids = add_memories(hub, rows)
+    outcome = Worker(hub, pipeline=None).run_cycle(("consolidate",))[0]
+    assert outcome.status == "ok" and outcome.counts["merged"] == 2
+    state = _state(hub, ids)
+    assert state[ids[1]][:3] == ("archived", ids[0], "consolidated")
+    assert state[ids[3]][:3] == ("archived", ids[2], "consolidated")
+    assert state[ids[0]][0] == state[ids[2]][0] == "active"
+    assert state[ids[0]][3] == 6  # the merge counts one hit for the winner
+    assert state[ids[4]][0] == state[ids[5]][0] == "active"
+    with hub.db.session() as session:
+        assert session.execute(select(Memory.id)).scalars().all()  # archived, never deleted
+        assert len(session.execute(select(Memory.id)).all()) == 6
+
+
+def test_consolidation_stops_at_max_merges_and_is_off_by_default(make_hub):
+    hub = make_hub()
+    rng = np.random.default_rng(4)
+    rows = []
+    for i in range(4):
+        base = rng.normal(size=hub.embedder.dimension)
+        rows += [{"embedding": base, "hit_count": 2}, {"embedding": _near(base, 0.001, i), "hit_count": 1}]
+    _, ids = add_memories(hub, rows)
+    off = Worker(hub, pipeline=None).run_cycle(("consolidate",))[0]
+    assert off.counts == {"skipped": "consolidate_enabled is false"}
+    hub2 = make_hub(consolidate_enabled=True, consolidate_max_merges=3)
+    outcome = Worker(hub2, pipeline=None).run_cycle(("consolidate",))[0]
+    assert outcome.counts["merged"] == 3
+    assert sum(1 for s in _state(hub2, ids).values() if s[0] == "archived") == 3
+
+
+def test_two_pinned_duplicates_are_both_kept(make_hub):
+    hub = make_hub(consolidate_enabled=True)
+    base = np.random.default_rng(7).normal(size=hub.embedder.dimension)
+    _, ids = add_memories(hub, [{"embedding": base, "pinned": True}, {"embedding": base, "pinned": True}])
+    outcome = Worker(hub, pipeline=None).run_cycle(("consolidate",))[0]
+    assert outcome.counts["merged"] == 0
+    assert {s[0] for s in _state(hub, ids).values()} == {"active"}

@@ -1,0 +1,1 @@
+"""The background worker: leased per-item steps, singleton steps under advisory locks, run records."""

@@ -1,0 +1,405 @@
+"""The worker: runs the cycle every `decay_interval_hours`, drains the queues when ingest NOTIFYs.
+
+Loop (procrastinate's shape): run, then wait for whichever comes first -- a NOTIFY on `ultron_work`, the
+queue poll interval, the next full cycle, or a stop request. A NOTIFY or a poll drains the per-item
+queues (segment, score, extract); the full cycle adds the singleton steps (rebalance, skill evolution,
+consolidation), each under a Postgres advisory lock so that any number of workers run them once.
+
+The LISTEN connection is a plain psycopg connection used only by this thread through its notifies
+generator; nothing here touches an event loop. `stop()` (SIGTERM/SIGINT, or the server shutting down)
+lets the current item finish, gives back leases not yet started and returns.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+import traceback
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+from uuid import UUID
+
+import psycopg
+from sqlalchemy import text, update
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.engine import make_url
+
+from ultron.db.models import WorkerProcess, WorkerRun
+from ultron.db.queries import q
+from ultron.worker import queues
+from ultron.worker.consolidate import ConsolidationCounts, Consolidator
+from ultron.worker.queues import EXTRACT, SCORE, SEGMENT, Leased, LeasePolicy, Queue
+from ultron.worker.rebalance import add_counts, rebalance_tenant, tenant_ids
+
+log = logging.getLogger(__name__)
+
+NOTIFY_CHANNEL = "ultron_work"
+# Advisory-lock namespace of the singleton steps (first key of pg_try_advisory_lock(int, int)).
+SINGLETON_LOCK_NAMESPACE = 0x554C0004
+SINGLETON_KEYS = {"rebalance": 1, "evolution": 2, "consolidate": 3}
+ITEM_STEPS = ("segment", "score", "extract")
+CYCLE_STEPS = (*ITEM_STEPS, "rebalance", "evolution", "consolidate")
+# Longest single wait on the LISTEN socket: how quickly a stop request is noticed while idle.
+WAIT_SLICE_SECONDS = 0.25
+# Seconds before a failed LISTEN connection is opened again.
+RELISTEN_SECONDS = 5.0
+# worker_runs older than this are deleted at the end of each full cycle.
+RUN_RETENTION_DAYS = 30
+
+
+def default_worker_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+
+
+def _libpq_url(url: str) -> str:
+    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+def _error_text(exc: BaseException) -> str:
+    return "".join(traceback.format_exception_only(type(exc), exc)).strip()
+
+
+@dataclass
+class StepOutcome:
+    step: str
+    status: str
+    counts: dict[str, Any] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+
+
+def load_pipeline() -> Any:
+    """The trajectory pipeline (segment/score/extract), or None while it is not installed."""
+    try:
+        from ultron.trajectory import pipeline
+    except ImportError:
+        return None
+    return pipeline
+
+
+class Worker:
+    def __init__(self, hub: Any, *, worker_id: str | None = None, pipeline: Any = ...):
+        self.hub = hub
+        self.db = hub.db
+        self.settings = hub.settings
+        self.id = worker_id or default_worker_id()
+        self.policy = LeasePolicy.from_settings(hub.settings)
+        self.pipeline = load_pipeline() if pipeline is ... else pipeline
+        self.consolidator = Consolidator(hub.db, hub.memory, hub.settings.consolidate_max_merges)
+        self._stop = threading.Event()
+        self._listener: psycopg.Connection | None = None
+        self._current_step: str | None = None
+        self.wakeups = 0
+
+    # --- control -------------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Ask the worker to finish its current item and return (safe from a signal handler)."""
+        self._stop.set()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
+    # --- the cycle -----------------------------------------------------------------------------
+
+    def run_once(self) -> list[StepOutcome]:
+        """One full cycle (`ultron worker --once`)."""
+        with self._presence():
+            return self.run_cycle(CYCLE_STEPS)
+
+    def run_cycle(self, steps: tuple[str, ...] = CYCLE_STEPS, *, quiet: bool = False) -> list[StepOutcome]:
+        """Run `steps` in order; `quiet` records a step only when it did or failed something."""
+        cycle_id = uuid.uuid4()
+        outcomes = []
+        for step in steps:
+            if self.stopping:
+                break
+            outcomes.append(self._run_step(cycle_id, step, quiet=quiet))
+        if not quiet and not self.stopping:
+            with self.db.session() as session:
+                session.execute(q("prune_runs"), {"keep_days": RUN_RETENTION_DAYS})
+        return outcomes
+
+    def _run_step(self, cycle_id: uuid.UUID, step: str, *, quiet: bool) -> StepOutcome:
+        run_id = None if quiet else self._record_start(cycle_id, step)
+        self._current_step = step
+        outcome = StepOutcome(step, "ok")
+        try:
+            if step in SINGLETON_KEYS:
+                with self._singleton(step) as held:
+                    if held:
+                        outcome.counts = self._step_fn(step)(outcome)
+                    else:
+                        outcome.status, outcome.counts = "skipped", {"reason": "another worker runs it"}
+            else:
+                outcome.counts = self._step_fn(step)(outcome)
+        except Exception as exc:  # noqa: BLE001 - one failing step must not stop the cycle
+            log.exception("worker step %s failed", step)
+            outcome.status = "failed"
+            outcome.errors.append(_error_text(exc))
+        finally:
+            self._current_step = None
+        if outcome.status == "ok" and self.stopping:
+            outcome.status = "interrupted"
+        if run_id is not None or outcome.errors or _did_work(outcome.counts):
+            self._record_finish(run_id, cycle_id, outcome)
+        return outcome
+
+    def _step_fn(self, step: str) -> Callable[[StepOutcome], dict[str, Any]]:
+        return {
+            "segment": lambda o: self.drain(SEGMENT, "segment_session", o),
+            "score": lambda o: self.drain(SCORE, "score_segment", o),
+            "extract": lambda o: self.drain(EXTRACT, "extract_segment", o),
+            "rebalance": self.rebalance,
+            "evolution": self.evolve,
+            "consolidate": self.consolidate,
+        }[step]
+
+    # --- per-item steps ------------------------------------------------------------------------
+
+    def drain(self, queue: Queue, handler_name: str, outcome: StepOutcome) -> dict[str, Any]:
+        """Lease and process items one at a time until the queue has none ready (or we are stopping)."""
+        if self.pipeline is None:
+            return {"skipped": "trajectory pipeline not installed"}
+        handler = getattr(self.pipeline, handler_name)
+        counts = {"done": 0, "failed": 0, "parked": 0, "lost": 0}
+        with self.db.session() as session:
+            counts["parked"] += queues.park_abandoned(session, self.policy) if queue is SEGMENT else 0
+        failed: set[UUID] = set()  # not retried within this drain, whatever their backoff
+        while not self.stopping:
+            with self.db.session() as session:
+                leased = queues.lease(session, queue, self.id, self.policy, exclude=failed)
+            if not leased:
+                break
+            for item in leased:
+                result = self.process(queue, handler, item, outcome)
+                counts[result] += 1
+                if result in ("failed", "parked"):
+                    failed.add(item.id)
+        return counts
+
+    def process(self, queue: Queue, handler: Callable[..., Any], item: Leased, outcome: StepOutcome) -> str:
+        """One item in its own transaction; a failure is recorded in a separate short one."""
+        try:
+            with self.db.session() as session:
+                if not queues.claim(session, queue, item.id, self.id):
+                    return "lost"  # our lease expired and another worker has it
+                handler(session, self.hub, item.id)
+                queues.finish(session, queue, item.id, self.id)
+            return "done"
+        except Exception as exc:  # noqa: BLE001 - the item's error is kept on the item
+            error = _error_text(exc)
+            log.warning("%s %s failed (attempt %d): %s", queue.name, item.id, item.attempts, error)
+            with self.db.session() as session:
+                parked = queues.fail(session, queue, item.id, self.id, error, self.policy)
+            if parked:
+                outcome.errors.append(
+                    f"{queue.name} {item.id} parked after {item.attempts} attempts: {error}"
+                )
+            return "parked" if parked else "failed"
+
+    # --- singleton steps -----------------------------------------------------------------------
+
+    def rebalance(self, outcome: StepOutcome) -> dict[str, Any]:
+        with self.db.session() as session:
+            tenants = tenant_ids(session)
+        total: dict[str, int] = {"tenants": 0}
+        for tenant_id in tenants:
+            try:
+                with self.db.session() as session:
+                    total = add_counts(total, rebalance_tenant(session, self.settings, tenant_id))
+                total["tenants"] += 1
+            except Exception as exc:  # noqa: BLE001 - one tenant's failure must not block the others
+                outcome.errors.append(f"tenant {tenant_id}: {_error_text(exc)}")
+        return total
+
+    def evolve(self, outcome: StepOutcome) -> dict[str, Any]:
+        """Skill evolution: the skills service's hook when it exists, else nothing to do."""
+        skills = getattr(self.hub, "skills", None)
+        hook = getattr(skills, "run_evolution_cycle", None)
+        if hook is None:
+            return {"skipped": "skills not installed"}
+        return dict(hook(should_stop=lambda: self.stopping) or {})
+
+    def consolidate(self, outcome: StepOutcome) -> dict[str, Any]:
+        if not self.settings.consolidate_enabled:
+            return {"skipped": "consolidate_enabled is false"}
+        with self.db.session() as session:
+            tenants = tenant_ids(session)
+        counts = ConsolidationCounts()
+        for tenant_id in tenants:
+            self.consolidator.run_tenant(tenant_id, counts, lambda: self.stopping)
+        return counts.as_dict()
+
+    @contextmanager
+    def _singleton(self, step: str) -> Iterator[bool]:
+        """A session-level advisory lock on its own connection; released if this process dies."""
+        key = {"ns": SINGLETON_LOCK_NAMESPACE, "key": SINGLETON_KEYS[step]}
+        with self.db.engine.connect() as conn:
+            held = bool(conn.execute(text("SELECT pg_try_advisory_lock(:ns, :key)"), key).scalar())
+            conn.commit()
+            try:
+                yield held
+            finally:
+                if held:
+                    conn.execute(text("SELECT pg_advisory_unlock(:ns, :key)"), key)
+                    conn.commit()
+
+    # --- run records ---------------------------------------------------------------------------
+
+    def _record_start(self, cycle_id: uuid.UUID, step: str) -> int:
+        with self.db.session() as session:
+            run = WorkerRun(cycle_id=cycle_id, worker_id=self.id, step=step, status="running")
+            session.add(run)
+            session.flush()
+            return run.id
+
+    def _record_finish(self, run_id: int | None, cycle_id: uuid.UUID, outcome: StepOutcome) -> None:
+        values = {
+            "status": outcome.status,
+            "counts": outcome.counts,
+            "errors": outcome.errors,
+            "finished_at": datetime.now(UTC),
+        }
+        with self.db.session() as session:
+            if run_id is None:
+                session.add(WorkerRun(cycle_id=cycle_id, worker_id=self.id, step=outcome.step, **values))
+            else:
+                session.execute(update(WorkerRun).where(WorkerRun.id == run_id).values(**values))
+
+    # --- presence and heartbeat ----------------------------------------------------------------
+
+    def _register(self) -> None:
+        host, _, _ = self.id.partition(":")
+        with self.db.session() as session:
+            stmt = insert(WorkerProcess).values(id=self.id, hostname=host, pid=os.getpid())
+            session.execute(stmt.on_conflict_do_update(index_elements=["id"], set_={"stopped_at": None}))
+
+    def _unregister(self) -> None:
+        with self.db.session() as session:
+            queues.release(session, self.id)
+            session.execute(
+                update(WorkerProcess)
+                .where(WorkerProcess.id == self.id)
+                .values(stopped_at=datetime.now(UTC), current_step=None)
+            )
+
+    def heartbeat(self) -> None:
+        """Say we are alive and extend the leases we hold but are not working on."""
+        with self.db.session() as session:
+            session.execute(
+                update(WorkerProcess)
+                .where(WorkerProcess.id == self.id)
+                .values(heartbeat_at=datetime.now(UTC), current_step=self._current_step)
+            )
+            queues.heartbeat(session, self.id, self.policy.lease_seconds)
+
+    def _heartbeat_loop(self, done: threading.Event) -> None:
+        interval = max(self.policy.lease_seconds / 3.0, 0.5)
+        while not done.wait(interval):
+            try:
+                self.heartbeat()
+            except Exception:  # noqa: BLE001 - a missed heartbeat is retried; leases are long
+                log.exception("worker heartbeat failed")
+
+    # --- the loop ------------------------------------------------------------------------------
+
+    @contextmanager
+    def _presence(self) -> Iterator[None]:
+        """Registered and heartbeating while inside; leases given back and marked stopped on exit."""
+        self._register()
+        done = threading.Event()
+        beat = threading.Thread(
+            target=self._heartbeat_loop, args=(done,), name="ultron-worker-beat", daemon=True
+        )
+        beat.start()
+        try:
+            yield
+        finally:
+            done.set()
+            beat.join(timeout=5)
+            self._unregister()
+
+    def run_forever(self) -> None:
+        """Until stop(): a full cycle every decay_interval_hours, queue drains on NOTIFY or poll."""
+        period = self.settings.decay_interval_hours * 3600.0
+        next_cycle = time.monotonic()
+        with self._presence():
+            try:
+                self._ensure_listener()
+                while not self.stopping:
+                    if time.monotonic() >= next_cycle:
+                        next_cycle = time.monotonic() + period
+                        self.run_cycle(CYCLE_STEPS)
+                    else:
+                        self.run_cycle(ITEM_STEPS, quiet=True)
+                    wait = min(self.settings.worker_poll_seconds, next_cycle - time.monotonic())
+                    if self.wait_for_work(wait):
+                        self.wakeups += 1
+            finally:
+                self._close_listener()
+
+    def wait_for_work(self, seconds: float) -> bool:
+        """Sleep up to `seconds`; True as soon as a NOTIFY arrives, False on timeout or stop."""
+        deadline = time.monotonic() + max(seconds, 0.0)
+        while not self.stopping:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            listener = self._ensure_listener()
+            if listener is None:
+                self._stop.wait(min(left, RELISTEN_SECONDS))
+                continue
+            try:
+                for _ in listener.notifies(timeout=min(left, WAIT_SLICE_SECONDS), stop_after=1):
+                    return True
+            except psycopg.OperationalError:
+                log.warning("LISTEN connection lost; reconnecting")
+                self._close_listener()
+        return False
+
+    def _ensure_listener(self) -> psycopg.Connection | None:
+        if self._listener is not None and not self._listener.closed:
+            return self._listener
+        try:
+            conn = psycopg.connect(_libpq_url(self.db.url), autocommit=True)
+            conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
+        except psycopg.Error:
+            log.exception(
+                "cannot LISTEN on %s; polling every %ss", NOTIFY_CHANNEL, self.settings.worker_poll_seconds
+            )
+            return None
+        self._listener = conn
+        return conn
+
+    def _close_listener(self) -> None:
+        if self._listener is not None:
+            try:
+                self._listener.close()
+            finally:
+                self._listener = None
+
+
+def _did_work(counts: dict[str, Any]) -> bool:
+    return any(isinstance(v, int) and v > 0 for v in counts.values())
+
+
+class BackgroundWorker:
+    """`ultron serve --with-worker`: the worker on its own thread (never the event loop)."""
+
+    def __init__(self, hub: Any):
+        self.worker = Worker(hub)
+        self.thread = threading.Thread(target=self.worker.run_forever, name="ultron-worker", daemon=True)
+        self.thread.start()
+
+    def close(self, timeout: float = 60.0) -> None:
+        """Stop after the current item and wait for the thread (at server shutdown)."""
+        self.worker.stop()
+        self.thread.join(timeout=timeout)
