@@ -58,8 +58,8 @@ EXPECTED_QUERIES |= {
 EXPECTED_QUERIES |= {
     "activity_by_day",
     "memory_hit_days",
-    "map_sample",
-    "memory_counts",
+    "map_nodes",
+    "map_totals",
     "worker_runs_recent",
     "worker_runs_by_status",
 }
