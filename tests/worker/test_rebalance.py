@@ -6,6 +6,7 @@ from sqlalchemy import select, text
 
 from tests.worker.conftest import add_memories
 from ultron.db.models import Memory
+from ultron.ops.metrics import render
 from ultron.worker.rebalance import rebalance_tenant
 from ultron.worker.runner import SINGLETON_KEYS, SINGLETON_LOCK_NAMESPACE, Worker
 
@@ -110,6 +111,8 @@ def test_worker_rebalances_every_tenant_and_records_the_run(hub):
         run = session.execute(text("SELECT step, status, counts, finished_at FROM worker_runs")).one()
     assert run.step == "rebalance" and run.status == "ok" and run.counts["hot"] == 3
     assert run.finished_at is not None
+    metrics, _ = render()
+    assert b'ultron_worker_step_duration_seconds_count{step="rebalance"}' in metrics
 
 
 def test_rebalance_is_skipped_while_another_worker_holds_its_lock(hub):

@@ -52,6 +52,10 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
             for o in outcomes:
                 print(f"{o.step:<12} {o.status:<12} {json.dumps(o.counts)}", *o.errors, sep="\n  ")
             return 1 if any(o.status == "failed" for o in outcomes) else 0
+        if settings.metrics_port is not None:
+            from ultron.ops.metrics import serve
+
+            serve(settings.metrics_port)  # the worker has no HTTP API: a bare /metrics listener
         print(f"ultron worker {worker.id}  database: {hub.db.display_url()}", file=sys.stderr)
         worker.run_forever()
     finally:

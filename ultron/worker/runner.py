@@ -33,6 +33,7 @@ from sqlalchemy.engine import make_url
 
 from ultron.db.models import WorkerProcess, WorkerRun
 from ultron.db.queries import q
+from ultron.ops.metrics import record_worker_step
 from ultron.worker import queues
 from ultron.worker.consolidate import ConsolidationCounts, Consolidator
 from ultron.worker.queues import EXTRACT, SCORE, SEGMENT, Leased, LeasePolicy, Queue
@@ -131,6 +132,7 @@ class Worker:
         run_id = None if quiet else self._record_start(cycle_id, step)
         self._current_step = step
         outcome = StepOutcome(step, "ok")
+        started = time.perf_counter()
         try:
             if step in SINGLETON_KEYS:
                 with self._singleton(step) as held:
@@ -150,6 +152,8 @@ class Worker:
             outcome.status = "interrupted"
         if run_id is not None or outcome.errors or _did_work(outcome.counts):
             self._record_finish(run_id, cycle_id, outcome)
+            failed = outcome.status == "failed" or bool(outcome.errors)
+            record_worker_step(step, time.perf_counter() - started, failed=failed)
         return outcome
 
     def _step_fn(self, step: str) -> Callable[[StepOutcome], dict[str, Any]]:
