@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
 import time
 
+import httpx
 import psycopg
 from sqlalchemy import select, text
 
@@ -95,3 +97,44 @@ def test_sigterm_mid_cycle_finishes_the_step_and_exits_0(hub, settings):
         assert (
             session.execute(text("SELECT tier FROM memories WHERE id = :i"), {"i": ids[-1]}).scalar() == "hot"
         )
+
+
+def test_serve_with_worker_runs_it_off_the_event_loop_and_stops_it_at_shutdown(worker_hub, settings):
+    hub = worker_hub()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {
+        **os.environ,
+        "ULTRON_DATABASE_URL": settings.database_url.get_secret_value(),
+        "ULTRON_EMBEDDING_PROVIDER": "hash",
+        "ULTRON_REDACTION_ENABLED": "false",
+        "ULTRON_INGEST_SEGMENT_INLINE": "false",
+    }
+    cmd = [sys.executable, "-m", "ultron.cli", "serve", "--with-worker", "--port", str(port)]
+    child = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline and child.poll() is None
+            time.sleep(0.2)
+        ingest_sessions(hub, 1)  # the in-process worker picks it up on the NOTIFY
+        while True:
+            with hub.db.session() as session:
+                if not session.execute(select(SessionRecord.needs_segmentation)).scalar_one():
+                    break
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        status = httpx.get(f"http://127.0.0.1:{port}/worker/status", timeout=5).json()
+        assert [w["alive"] for w in status["workers"]] == [True]
+        child.send_signal(signal.SIGTERM)
+        assert child.wait(timeout=60) == 0
+    finally:
+        child.kill()
+    with hub.db.session() as session:
+        assert session.execute(text("SELECT stopped_at FROM workers")).scalar_one() is not None
