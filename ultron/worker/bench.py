@@ -30,6 +30,8 @@ COPY_COLUMNS = (
     "tenant_id, memory_type, content, content_hash, search_tsv, embedding, hit_count, last_hit_at, "
     "created_at, tier"
 )
+# Applied to the embedded server the benchmark starts (not to a server given with --database-url).
+SERVER_SETTINGS = {"shared_buffers": "2GB", "max_wal_size": "4GB"}
 TYPES = ("error", "security", "correction", "pattern", "preference", "life")
 # Share of memories that got new hits, and share that aged past the TTL, between two rebalances.
 CHURN = 0.01
@@ -174,6 +176,27 @@ def timed_rebalance(hub, tenant_id: uuid.UUID) -> tuple[float, dict[str, int]]: 
     return time.perf_counter() - start, counts
 
 
+def _tuned(hub, settings: Settings):  # type: ignore[no-untyped-def]
+    """The embedded server with a production-like memory setting (its default shared_buffers is 128 MB,
+    smaller than a million memories), restarted to apply it."""
+    from ultron.hub import Hub
+
+    raw = hub.db.engine.raw_connection()
+    try:
+        conn = raw.driver_connection
+        conn.autocommit = True
+        for name, value in SERVER_SETTINGS.items():
+            conn.execute(f"ALTER SYSTEM SET {name} = '{value}'")
+    finally:
+        raw.close()
+    hub.close()
+    hub = Hub.open(settings)
+    with hub.db.session() as session:
+        shown = session.execute(text("SHOW shared_buffers")).scalar_one()
+    print(f"  embedded server restarted with shared_buffers = {shown}", file=sys.stderr)
+    return hub
+
+
 def run(args: argparse.Namespace) -> int:
     from ultron.hub import Hub
     from ultron.tenancy import ensure_tenant
@@ -183,6 +206,8 @@ def run(args: argparse.Namespace) -> int:
     lines = []
     for settings in _settings(args):
         hub = Hub.open(settings)
+        if not args.database_url:
+            hub = _tuned(hub, settings)
         try:
             for size in sizes:
                 with hub.db.session() as session:
@@ -208,6 +233,7 @@ def run(args: argparse.Namespace) -> int:
             hub.close()
     print(
         f"ultron bench-rebalance: one tenant per size, {args.dimension}-d vectors under HNSW, "
+        f"server {'as given' if args.database_url else SERVER_SETTINGS}, "
         f"hot {settings.hot_percentile}% / warm {settings.warm_percentile}%, "
         f"cold TTL {settings.cold_ttl_days} d"
     )
