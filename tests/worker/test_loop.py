@@ -30,8 +30,8 @@ def test_a_notify_from_ingest_wakes_a_sleeping_worker_within_a_second(worker_hub
             assert time.monotonic() < deadline
             time.sleep(0.05)
         time.sleep(0.3)  # now waiting on LISTEN, its poll 60 s away
-        start = time.monotonic()
         ingest_sessions(hub, 1)  # commits, and with it ingest's pg_notify('ultron_work', tenant)
+        start = time.monotonic()  # Postgres delivered the NOTIFY at that commit
         while worker.wakeups == 0:
             assert time.monotonic() - start < 1.0, "the worker slept through the NOTIFY"
             time.sleep(0.01)
