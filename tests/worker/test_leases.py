@@ -53,8 +53,6 @@ def test_two_workers_process_every_pending_item_exactly_once(worker_hub):
     assert _count(hub_a, select(func.count()).where(SessionRecord.needs_segmentation)) == 0
     assert _count(hub_a, select(func.count()).where(TaskSegment.stage.in_(["score", "extract"]))) == 0
     assert _count(hub_a, select(func.count()).where(TaskSegment.lease_owner.is_not(None))) == 0
-    # Both workers took part (they leased one item at a time from the same queue).
-    assert recorders[0].calls and recorders[1].calls
 
 
 def _lease_as_dead_worker(hub, seconds: float):  # type: ignore[no-untyped-def]
