@@ -113,6 +113,7 @@ def load(hub, tenant_id: uuid.UUID, count: int, rng: random.Random, dimension: i
                     if i % 50_000 == 0:
                         print(f"\r  loading {i}/{count}", end="", file=sys.stderr)
             print(f"\r  loaded {count}", file=sys.stderr)
+        conn.execute("ANALYZE memories")
     finally:
         raw.close()
     return time.perf_counter() - start
