@@ -119,7 +119,7 @@ def load(hub, tenant_id: uuid.UUID, count: int, rng: random.Random, dimension: i
     return time.perf_counter() - start
 
 
-def index(hub) -> float:  # type: ignore[no-untyped-def]
+def index(hub, *, hnsw: bool = True) -> float:  # type: ignore[no-untyped-def]
     """Build the HNSW index, then VACUUM ANALYZE (frees the first rebalance's old row versions)."""
     from ultron.db.vectors import create_vector_index
 
@@ -129,7 +129,8 @@ def index(hub) -> float:  # type: ignore[no-untyped-def]
         conn = raw.driver_connection
         conn.autocommit = True
         conn.execute("SET maintenance_work_mem = '1GB'")
-        conn.execute(_sql_of(create_vector_index))
+        if hnsw:
+            conn.execute(_sql_of(create_vector_index))
         conn.execute("VACUUM ANALYZE memories")
     finally:
         raw.close()
@@ -217,7 +218,7 @@ def run(args: argparse.Namespace) -> int:
                 load_s = load(hub, tenant_id, size, rng, args.dimension)
                 first_s, first = timed_rebalance(hub, tenant_id)
                 print(f"  first rebalance {first_s:.2f}s; building the HNSW index", file=sys.stderr)
-                index_s = index(hub)
+                index_s = index(hub, hnsw=not args.no_hnsw)
                 cycles = []
                 for _ in range(args.repeat):
                     churn(hub, tenant_id)
@@ -233,7 +234,8 @@ def run(args: argparse.Namespace) -> int:
         finally:
             hub.close()
     print(
-        f"ultron bench-rebalance: one tenant per size, {args.dimension}-d vectors under HNSW, "
+        f"ultron bench-rebalance: one tenant per size, {args.dimension}-d vectors "
+        f"{'without an HNSW index' if args.no_hnsw else 'under HNSW'}, "
         f"server {'as given' if args.database_url else SERVER_SETTINGS}, "
         f"hot {settings.hot_percentile}% / warm {settings.warm_percentile}%, "
         f"cold TTL {settings.cold_ttl_days} d"

@@ -32,6 +32,9 @@ def add_parsers(
     p.add_argument("--sizes", default="100000,1000000", help="memory counts to measure at")
     p.add_argument("--repeat", type=int, default=3, help="steady-state runs per size")
     p.add_argument("--dimension", type=int, default=64, help="embedding dimension of the loaded rows")
+    p.add_argument(
+        "--no-hnsw", action="store_true", help="skip building the HNSW index (its build dominates at 1M)"
+    )
     p.set_defaults(func=cmd_bench_rebalance)
 
 
@@ -39,8 +42,10 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     if args.action == "status":
         return _print_status(settings, as_json=args.json)
     from ultron.hub import Hub
+    from ultron.ops.logs import configure_logging
     from ultron.worker.runner import Worker
 
+    configure_logging(settings.log_level, settings.log_json)  # JSON lines like the API's
     hub = Hub.open(settings)
     try:
         worker = Worker(hub)
