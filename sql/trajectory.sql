@@ -8,6 +8,13 @@ SELECT s.id, s.message_count,
 FROM sessions s
 WHERE s.tenant_id = :tenant_id AND s.agent_name = :agent_name AND s.source = :source;
 
+-- name: sessions_digests
+-- The same for many sources at once (one read per ingest request).
+SELECT s.source, s.message_count,
+       (SELECT array_agg(m.digest ORDER BY m.seq) FROM session_messages m WHERE m.session_id = s.id) AS digests
+FROM sessions s
+WHERE s.tenant_id = :tenant_id AND s.agent_name = :agent_name AND s.source = ANY(:sources);
+
 -- name: pending_sessions
 -- Sessions waiting for (re-)segmentation, oldest due first; rows under a live lease are left alone.
 SELECT id FROM sessions

@@ -29,6 +29,7 @@ EXPECTED_QUERIES |= {
 }
 EXPECTED_QUERIES |= {
     "session_digests",
+    "sessions_digests",
     "pending_sessions",
     "pending_segments",
     "lock_session_for_work",

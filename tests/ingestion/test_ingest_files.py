@@ -156,3 +156,51 @@ def test_an_archive_failure_never_blocks_ingestion(hub, ingest, monkeypatch):
     result = ingest(fixture_file("openai_messages.jsonl"))
     assert result.results[0].status == "created" and not result.results[0].archived
     assert _count(hub, SessionRecord) == 1 and _count(hub, RawUpload) == 0
+
+
+def test_many_new_files_take_the_bulk_path_with_the_same_outcome(hub, ingest, monkeypatch):
+    names = sorted(FORMATS)
+    calls = []
+    import ultron.ingestion.service as service
+
+    real = service.create_sessions
+
+    def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(len(args[3]))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(service, "create_sessions", spy)
+    result = ingest(*(fixture_file(n) for n in names))
+    assert calls == [len(names)]
+    assert [r.status for r in result.results] == ["created"] * len(names)
+    assert [(r.format, r.messages) for r in result.results] == [FORMATS[n] for n in names]
+    assert all(r.archived and r.new_segments >= 1 for r in result.results)
+    with hub.db.session() as session:
+        pending = session.execute(select(SessionRecord.needs_segmentation)).scalars().all()
+        segments = session.execute(select(func.count()).select_from(TaskSegment)).scalar_one()
+    assert pending == [False] * len(names) and segments == result.new_segments
+    again = ingest(*(fixture_file(n) for n in names))
+    assert [r.status for r in again.results] == ["unchanged"] * len(names)
+
+
+def test_a_failed_bulk_insert_falls_back_to_one_file_at_a_time(hub, ingest, monkeypatch):
+    import ultron.ingestion.service as service
+    from ultron.ingestion.batch import BulkConflict
+
+    def conflict(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise BulkConflict("someone else created it")
+
+    monkeypatch.setattr(service, "create_sessions", conflict)
+    result = ingest(fixture_file("openai_messages.jsonl"), fixture_file("codex_rollout.jsonl"))
+    assert [r.status for r in result.results] == ["created", "created"]
+    assert _count(hub, SessionRecord) == 2
+
+
+def test_an_archive_failure_in_the_bulk_path_never_blocks_ingestion(hub, ingest, monkeypatch):
+    def broken(data: bytes):  # type: ignore[no-untyped-def]
+        raise RuntimeError("archive store is broken")
+
+    monkeypatch.setattr(hub.ingestion.scrubber, "raw", broken)
+    result = ingest(fixture_file("openai_messages.jsonl"), fixture_file("codex_rollout.jsonl"))
+    assert [(r.status, r.archived) for r in result.results] == [("created", False), ("created", False)]
+    assert _count(hub, SessionRecord) == 2 and _count(hub, RawUpload) == 0

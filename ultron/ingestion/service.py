@@ -17,6 +17,13 @@ from sqlalchemy.orm import Session
 
 from ultron.db.models import RawUpload
 from ultron.errors import PayloadTooLarge, ValidationFailed
+from ultron.ingestion.batch import (
+    BulkConflict,
+    Prepared,
+    create_sessions,
+    existing_sources,
+    unchanged_results,
+)
 from ultron.ingestion.formats import parse_session
 from ultron.ingestion.imports import ImportService
 from ultron.ingestion.redaction import Scrubber
@@ -34,6 +41,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MAX_NAME_CHARS = 1000
+# Fewer new files than this take the per-file path (the bulk path's fixed cost is a few statements).
+BULK_MIN_FILES = 2
 # Malformed lines listed per file; the count beyond is still reported.
 MAX_LINE_PROBLEMS = 100
 
@@ -102,17 +111,28 @@ class IngestionService:
                 raise ValidationFailed(f"a file name must be 1-{MAX_NAME_CHARS} characters")
 
     def ingest_files(self, session: Session, actor: Actor, files: list[IngestFile]) -> IngestResult:
-        """Store each file as a session (one savepoint each, so one bad file does not sink the others)."""
+        """Store each file as a session. New sessions go in bulk; the others one savepoint each, so one
+        bad file does not sink the others."""
         self._check(files)
-        results: list[FileResult] = []
-        for f in files:
+        done: dict[int, FileResult] = {}
+        prepared: dict[int, Prepared] = {}
+        for i, f in enumerate(files):
+            outcome = self._prepare(f)
+            if isinstance(outcome, FileResult):
+                done[i] = outcome
+            else:
+                prepared[i] = outcome
+        done.update(self._bulk_new(session, actor, prepared))
+        for i, p in prepared.items():
+            if i in done:
+                continue
             try:
-                results.append(self._ingest_one(session, actor, f))
+                done[i] = self._ingest_one(session, actor, p)
             except SQLAlchemyError as exc:
-                log.warning("ingest of %s failed: %s", f.name, type(exc).__name__)
-                results.append(
-                    FileResult(name=f.name, status="failed", error=f"database error: {type(exc).__name__}")
-                )
+                log.warning("ingest of %s failed: %s", p.file.name, type(exc).__name__)
+                error = f"database error: {type(exc).__name__}"
+                done[i] = FileResult(name=p.file.name, status="failed", error=error)
+        results = [done[i] for i in range(len(files))]
         if any(r.status in ("created", "appended", "replaced") for r in results):
             notify_work(session, actor.tenant_id)
         errors = [f"{r.name}: {r.error}" for r in results if r.error]
@@ -125,13 +145,13 @@ class IngestionService:
             errors=errors,
         )
 
-    def _ingest_one(self, session: Session, actor: Actor, f: IngestFile) -> FileResult:
+    def _prepare(self, f: IngestFile) -> Prepared | FileResult:
+        """Parse and redact one file (no database); a FileResult when it holds no message."""
         parsed = parse_session(f.content)
         problems = [LineProblem(line=e.line, error=e.error) for e in parsed.errors[:MAX_LINE_PROBLEMS]]
         if len(parsed.errors) > MAX_LINE_PROBLEMS:
-            problems.append(
-                LineProblem(line=0, error=f"{len(parsed.errors) - MAX_LINE_PROBLEMS} more malformed lines")
-            )
+            more = len(parsed.errors) - MAX_LINE_PROBLEMS
+            problems.append(LineProblem(line=0, error=f"{more} more malformed lines"))
         if not parsed.messages:
             return FileResult(
                 name=f.name,
@@ -141,6 +161,33 @@ class IngestionService:
                 format=parsed.format,
             )
         self.scrubber.messages(parsed.messages)
+        return Prepared(f, parsed, problems)
+
+    def _bulk_new(
+        self, session: Session, actor: Actor, prepared: dict[int, Prepared]
+    ) -> dict[int, FileResult]:
+        """Files already stored as they are (unchanged) and files that are new sessions, stored in bulk;
+        the rest, or all new ones if the bulk insert fails, take the per-file path."""
+        known = existing_sources(session, actor, [p.file.name for p in prepared.values()])
+        done = unchanged_results(self, session, actor, prepared, known)
+        exists = set(known)
+        fresh: dict[int, Prepared] = {}
+        for i, p in prepared.items():
+            if p.file.name not in exists:
+                exists.add(p.file.name)  # a name twice in one request: the second takes the per-file path
+                fresh[i] = p
+        if len(fresh) < BULK_MIN_FILES:
+            return done
+        try:
+            with session.begin_nested():
+                results = create_sessions(self, session, actor, list(fresh.values()))
+        except (SQLAlchemyError, BulkConflict) as exc:
+            log.info("bulk ingest fell back to one file at a time (%s)", type(exc).__name__)
+            return done
+        return {**done, **dict(zip(fresh, results, strict=True))}
+
+    def _ingest_one(self, session: Session, actor: Actor, p: Prepared) -> FileResult:
+        f, parsed = p.file, p.parsed
         # A re-sent file is recognised in one read, without a savepoint or a lock.
         outcome = unchanged_session(session, actor, f.name, parsed.messages)
         new_segments = 0
@@ -164,7 +211,7 @@ class IngestionService:
             new_messages=outcome.new_messages,
             new_segments=new_segments,
             archived=archived,
-            malformed_lines=problems,
+            malformed_lines=p.problems,
         )
 
     @property
