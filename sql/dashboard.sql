@@ -22,35 +22,58 @@ WHERE h.tenant_id = :tenant_id AND h.memory_id = :memory_id
 GROUP BY 1, 2
 ORDER BY 1, 2
 
--- name: map_nodes
--- The map's sample: per tier the :per_tier most used active memories (pinned first), so the picture
--- shows what matters without shipping 100k points to the browser.
-SELECT s.id, s.tier, s.memory_type, s.hit_count, s.pinned, s.summary_l0, s.scope
-FROM (
-    SELECT m.id, m.tier, m.memory_type, m.hit_count, m.pinned, left(m.summary_l0, 160) AS summary_l0,
-           m.scope,
-           row_number() OVER (PARTITION BY m.tier
-                              ORDER BY m.pinned DESC, m.hit_count DESC, m.last_hit_at DESC NULLS LAST,
-                                       m.id) AS rank
+-- name: map_sample
+-- The map in one scan of the table: per tier the :per_tier most used active memories (pinned first),
+-- and the per tier/type totals they stand for. Rows with kind 'node' are the sample, 'total' the totals.
+WITH v AS MATERIALIZED (
+    SELECT m.id, m.tier, m.memory_type, m.hit_count, m.pinned, m.last_hit_at
     FROM memories m
     WHERE m.tenant_id = :tenant_id AND m.status = 'active'
       AND (m.scope = 'shared'
            OR (m.scope = 'private' AND m.agent_id = CAST(:agent_id AS uuid))
            OR (m.scope = 'group' AND m.group_name = ANY(CAST(:groups AS text[]))))
-) s
-WHERE s.rank <= :per_tier
-ORDER BY s.tier, s.memory_type, s.hit_count DESC, s.id
+), ranked AS (
+    -- A top-N per tier (a bounded heap each), not a sort of every row.
+    SELECT top.*
+    FROM (VALUES ('hot'), ('warm'), ('cold')) AS tiers(tier)
+    CROSS JOIN LATERAL (
+        SELECT v.id, v.tier, v.memory_type, v.hit_count, v.pinned
+        FROM v
+        WHERE v.tier = tiers.tier
+        ORDER BY v.pinned DESC, v.hit_count DESC, v.last_hit_at DESC NULLS LAST, v.id
+        LIMIT :per_tier
+    ) top
+)
+SELECT 'node' AS kind, r.id, r.tier, r.memory_type, r.hit_count AS hits, r.pinned,
+       left(m.summary_l0, 160) AS label, m.scope, 1::bigint AS memories
+FROM ranked r
+JOIN memories m ON m.id = r.id
+UNION ALL
+SELECT 'total', NULL, v.tier, v.memory_type, coalesce(sum(v.hit_count), 0), NULL, NULL, NULL, count(*)
+FROM v
+GROUP BY v.tier, v.memory_type
+ORDER BY 1, 3, 4, 5 DESC, 2
 
--- name: map_totals
--- What the sample stands for: active memories and their hits per tier and type.
-SELECT m.tier, m.memory_type, count(*) AS memories, coalesce(sum(m.hit_count), 0) AS hits
-FROM memories m
-WHERE m.tenant_id = :tenant_id AND m.status = 'active'
-  AND (m.scope = 'shared'
-       OR (m.scope = 'private' AND m.agent_id = CAST(:agent_id AS uuid))
-       OR (m.scope = 'group' AND m.group_name = ANY(CAST(:groups AS text[]))))
-GROUP BY 1, 2
-ORDER BY 1, 2
+-- name: memory_counts
+-- The overview's counts in one scan: memories per (tier, type, status, scope, pinned) combination -- a
+-- few hundred groups at most, rolled up by the caller -- and redacted entities by kind.
+WITH v AS MATERIALIZED (
+    SELECT m.tier, m.memory_type, m.status, m.scope, m.pinned, m.redacted_entities
+    FROM memories m
+    WHERE m.tenant_id = :tenant_id
+      AND (m.scope = 'shared'
+           OR (m.scope = 'private' AND m.agent_id = CAST(:agent_id AS uuid))
+           OR (m.scope = 'group' AND m.group_name = ANY(CAST(:groups AS text[]))))
+)
+SELECT 'memories' AS dimension, v.tier, v.memory_type, v.status, v.scope, v.pinned, NULL AS key,
+       count(*) AS n
+FROM v
+GROUP BY v.tier, v.memory_type, v.status, v.scope, v.pinned
+UNION ALL
+SELECT 'redacted', NULL, NULL, NULL, NULL, NULL, e.key, sum(e.value::bigint)
+FROM v, jsonb_each_text(v.redacted_entities) e
+WHERE v.redacted_entities <> '{}'::jsonb
+GROUP BY e.key
 
 -- name: worker_runs_recent
 -- The worker's latest step runs (operational rows, not tenant data); read only once the table exists.

@@ -59,8 +59,8 @@ EXPECTED_QUERIES |= {
 EXPECTED_QUERIES |= {
     "activity_by_day",
     "memory_hit_days",
-    "map_nodes",
-    "map_totals",
+    "map_sample",
+    "memory_counts",
     "worker_runs_recent",
     "worker_runs_by_status",
 }

@@ -162,6 +162,7 @@ def test_an_open_loopback_hub_needs_no_key(hub):
 def test_assets_ship_in_the_package_and_load_nothing_from_the_network(client):
     page = client.get("/dashboard")
     assert page.status_code == 200 and "text/html" in page.headers["content-type"]
+    assert "default-src 'self'" in page.headers["content-security-policy"]
     refs = re.findall(r'(?:src|href)="([^"]+)"', page.text)
     assert refs and all(r.startswith("/dashboard/assets/") or r.startswith("#") for r in refs)
     for ref in refs:
@@ -201,3 +202,26 @@ def test_overview_shows_worker_runs_once_the_worker_exists(hub, client, admin_ke
     assert outcomes == {("rebalance", "failed"): 1, ("segment", "ok"): 1}
     failed = [r for r in worker["recent"] if r["status"] == "failed"][0]
     assert failed["errors"] == 1
+
+
+def test_broad_filters_count_up_to_a_cap(client, admin_key, demo, monkeypatch):
+    from ultron.memory import browse
+
+    monkeypatch.setattr(browse, "COUNT_CAP", 5)
+    page = client.get("/api/dashboard/memories", params={"limit": 3}, headers=auth(admin_key)).json()
+    assert (page["total"], page["total_capped"], len(page["items"])) == (5, True, 3)
+    narrow = client.get("/api/dashboard/memories", params={"tier": "hot"}, headers=auth(admin_key)).json()
+    assert (narrow["total"], narrow["total_capped"]) == (2, False)
+
+
+def test_the_map_is_reused_for_a_while_unless_asked_fresh(client, admin_key, demo):
+    target = str(demo.memory_ids[6])
+
+    def pinned(**params):  # type: ignore[no-untyped-def]
+        nodes = client.get("/api/dashboard/map", params=params, headers=auth(admin_key)).json()["nodes"]
+        return next(n["pinned"] for n in nodes if n["id"] == target)
+
+    assert pinned() is False
+    assert client.patch(f"/memories/{target}", json={"pinned": True}, headers=auth(admin_key)).is_success
+    assert pinned() is False  # the 30-second answer
+    assert pinned(fresh="true") is True

@@ -36,6 +36,16 @@ def page(browser):  # type: ignore[no-untyped-def]
     pg = context.new_page()
     errors: list[str] = []
     pg.on("pageerror", lambda exc: errors.append(str(exc)))
+    # Refused API calls (a wrong key) are logged as failed loads, which is expected; anything else
+    # (a blocked script or style under the Content-Security-Policy, a JS error) is not.
+    pg.on(
+        "console",
+        lambda msg: (
+            errors.append(msg.text)
+            if msg.type == "error" and "Failed to load resource" not in msg.text
+            else None
+        ),
+    )
     pg.set_default_timeout(15_000)
     yield pg
     context.close()
@@ -87,7 +97,11 @@ def test_every_page_shows_the_hubs_data(page, live_hub, demo):
         == f"1–{len(DEMO_MEMORIES)} of {len(DEMO_MEMORIES)} memories"
     )
     page.select_option("select[data-filter=tier]", "hot")
-    page.wait_for_function("document.querySelectorAll('#memory-rows tr[data-id]').length === 2")
+    # A locator wait, not wait_for_function: the page's Content-Security-Policy forbids eval.
+    page.wait_for_selector("#memory-rows tr[data-id]:nth-child(2)")
+    page.wait_for_selector("#memory-rows tr[data-id]:nth-child(3)", state="detached")
+    tiers = page.locator("#memory-rows tr[data-id] .chip.tier-hot")
+    assert tiers.count() == page.locator("#memory-rows tr[data-id]").count() == 2
 
     page.click("#nav a[data-page=map]")
     page.wait_for_selector("[data-testid=map-svg] circle.node")

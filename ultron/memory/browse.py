@@ -16,16 +16,17 @@ from pydantic import BaseModel, Field
 from sqlalchemy import func, select, text, tuple_
 from sqlalchemy.orm import Session
 
-from ultron.db.models import Agent, HitEvent, Memory
+from ultron.db.models import Agent, HitEvent, Memory, MemoryContribution
 from ultron.db.queries import q
 from ultron.errors import NotFound, ValidationFailed
 from ultron.memory import fulltext
-from ultron.memory.schemas import MemoryType, Scope, Status, Tier
+from ultron.memory.schemas import MemoryStats, MemoryType, Scope, Status, Tier
 from ultron.tenancy import Actor
 
 Sort = Literal["created", "updated", "hits"]
 MAX_PAGE = 200
 MAX_MAP_PER_TIER = 2000
+COUNT_CAP = 10_000
 
 
 class MemoryFilter(BaseModel):
@@ -58,7 +59,8 @@ class MemoryRow(BaseModel):
 
 class MemoryPage(BaseModel):
     items: list[MemoryRow]
-    total: int = Field(..., description="memories matching the filter")
+    total: int = Field(..., description="memories matching the filter, counted up to 10,000")
+    total_capped: bool = Field(False, description="true when more than `total` match")
     next_cursor: str | None = Field(None, description="pass back as `cursor` for the next page")
 
 
@@ -179,7 +181,9 @@ def list_memories(
     if not 1 <= limit <= MAX_PAGE:
         raise ValidationFailed(f"limit must be between 1 and {MAX_PAGE}")
     where = _conditions(actor, f)
-    total = session.execute(select(func.count()).select_from(Memory).where(*where)).scalar_one()
+    # Counting every match of a broad filter would scan the table; past COUNT_CAP the list says "10,000+".
+    capped = select(Memory.id).where(*where).limit(COUNT_CAP + 1).subquery()
+    total = session.execute(select(func.count()).select_from(capped)).scalar_one()
     key, tie = _sort_columns(sort)
     stmt = (
         select(Memory, Agent.name)
@@ -197,7 +201,9 @@ def list_memories(
     if len(rows) > limit:
         last = rows[limit - 1][0]
         next_cursor = encode_cursor(sort, getattr(last, key.key), last.id)
-    return MemoryPage(items=items, total=int(total), next_cursor=next_cursor)
+    return MemoryPage(
+        items=items, total=min(int(total), COUNT_CAP), total_capped=total > COUNT_CAP, next_cursor=next_cursor
+    )
 
 
 def _row(m: Memory, agent: str | None) -> MemoryRow:
@@ -261,27 +267,58 @@ def _actor_params(actor: Actor) -> dict[str, Any]:
 
 
 def memory_map(session: Session, actor: Actor, *, per_tier: int = 400) -> MemoryMap:
-    """The most used memories of each tier, and the per tier/type totals they stand for."""
+    """The most used memories of each tier, and the per tier/type totals they stand for (one scan)."""
     if not 1 <= per_tier <= MAX_MAP_PER_TIER:
         raise ValidationFailed(f"per_tier must be between 1 and {MAX_MAP_PER_TIER}")
-    params = _actor_params(actor)
-    nodes = [
-        MapNode(
-            id=r.id,
-            tier=r.tier,
-            memory_type=r.memory_type,
-            hit_count=r.hit_count,
-            pinned=r.pinned,
-            label=r.summary_l0,
-            scope=r.scope,
-        )
-        for r in session.execute(q("map_nodes"), {**params, "per_tier": per_tier})
-    ]
-    totals = [
-        MapCell(tier=r.tier, memory_type=r.memory_type, memories=r.memories, hits=r.hits)
-        for r in session.execute(q("map_totals"), params)
-    ]
+    nodes: list[MapNode] = []
+    totals: list[MapCell] = []
+    for r in session.execute(q("map_sample"), {**_actor_params(actor), "per_tier": per_tier}):
+        if r.kind == "node":
+            nodes.append(
+                MapNode(
+                    id=r.id,
+                    tier=r.tier,
+                    memory_type=r.memory_type,
+                    hit_count=r.hits,
+                    pinned=r.pinned,
+                    label=r.label,
+                    scope=r.scope,
+                )
+            )
+        else:
+            totals.append(MapCell(tier=r.tier, memory_type=r.memory_type, memories=r.memories, hits=r.hits))
     return MemoryMap(nodes=nodes, totals=totals, sampled=sum(t.memories for t in totals) > len(nodes))
+
+
+def memory_stats(session: Session, actor: Actor) -> tuple[MemoryStats, int]:
+    """Counts by tier, type, status and scope and redactions in one scan; and how many are pinned."""
+    dims: dict[str, dict[str, int]] = {
+        d: {} for d in ("tier", "type", "status", "scope", "pinned", "redacted")
+    }
+    for r in session.execute(q("memory_counts"), _actor_params(actor)):
+        if r.dimension == "redacted":
+            dims["redacted"][r.key] = int(r.n)
+            continue
+        keys = (("tier", r.tier), ("type", r.memory_type), ("status", r.status), ("scope", r.scope))
+        for dim, key in (*keys, ("pinned", str(r.pinned).lower())):
+            dims[dim][key] = dims[dim].get(key, 0) + int(r.n)
+    contributions = session.execute(
+        select(func.count())
+        .select_from(MemoryContribution)
+        .where(MemoryContribution.tenant_id == actor.tenant_id)
+    ).scalar_one()
+    model = session.execute(text("SELECT model_name FROM embedding_profile WHERE id = 1")).scalar()
+    stats = MemoryStats(
+        total=sum(dims["status"].values()),
+        by_tier=dims["tier"],
+        by_type=dims["type"],
+        by_status=dims["status"],
+        by_scope=dims["scope"],
+        redacted_entities=dims["redacted"],
+        contributions=int(contributions),
+        embedding_model=model,
+    )
+    return stats, dims["pinned"].get("true", 0)
 
 
 def activity(session: Session, actor: Actor, *, days: int = 30) -> list[ActivityDay]:

@@ -26,9 +26,11 @@ API_CASES = (
     ("list, page 2 by cursor", "CURSOR"),
     ("list, most used first", "/api/dashboard/memories?limit=50&sort=hits"),
     ("list, type + tier filter", "/api/dashboard/memories?limit=50&type=error&tier=hot"),
-    ("list, text filter", "/api/dashboard/memories?limit=50&q=docker%20timeout"),
-    ("map (300 per tier)", "/api/dashboard/map?per_tier=300"),
-    ("overview (30 days)", "/api/dashboard/overview?days=30"),
+    ("list, text filter", "/api/dashboard/memories?limit=50&q=error"),
+    ("map (300 per tier), fresh", "/api/dashboard/map?per_tier=300&fresh=true"),
+    ("map, reused (30 s cache)", "/api/dashboard/map?per_tier=300"),
+    ("overview (30 days), fresh", "/api/dashboard/overview?days=30&fresh=true"),
+    ("overview, reused counts", "/api/dashboard/overview?days=30"),
 )
 PAGE_CASES = (
     ("overview", "[data-testid=activity-chart]"),
@@ -49,6 +51,9 @@ def spread_usage(hub: Any) -> None:
             text(
                 "UPDATE memories SET "
                 "tier = CASE WHEN r < 0.1 THEN 'hot' WHEN r < 0.5 THEN 'warm' ELSE 'cold' END, "
+                # One bulk statement gives every row the same created_at; a year of history is realistic.
+                "created_at = now() - make_interval(secs => ((r * 7919) % 1) * 365 * 86400), "
+                "updated_at = now() - make_interval(secs => ((r * 104729) % 1) * 30 * 86400), "
                 "hit_count = floor(power(1 - r, 4) * 200)::int, "
                 "last_hit_at = now() - make_interval(secs => r * 30 * 86400) "
                 "FROM (SELECT id, (abs(hashtext(id::text)) % 100000) / 100000.0 AS r FROM memories) x "

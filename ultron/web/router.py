@@ -6,9 +6,12 @@ takes the same API keys as the rest of the hub, and works key-less when the hub 
 
 from __future__ import annotations
 
+import threading
+import time
+from collections.abc import Callable
 from datetime import date
 from importlib import resources
-from typing import Any
+from typing import Any, TypeVar
 from uuid import UUID
 
 from fastapi import APIRouter, Query, Request, Response
@@ -25,6 +28,12 @@ from ultron.memory import browse
 from ultron.memory.schemas import MemoryStats, MemoryType, Scope, Status, Tier
 from ultron.tenancy import Actor
 
+# Everything from the hub itself, nothing from anywhere else; style attributes are set from script.
+CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+    "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
+)
+T = TypeVar("T")
 ASSET_TYPES = {".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml"}
 # Optional endpoints other parts of the hub add; the pages for them show an empty state until they exist.
 FEATURE_PREFIXES = {
@@ -33,6 +42,10 @@ FEATURE_PREFIXES = {
     "import": ("/ingest", "/import", "/imports"),
     "worker": ("/worker",),
 }
+
+# The map and the overview's counts scan every memory of the tenant; at 100k that is a noticeable cost for
+# a picture that changes slowly, so each agent's answer is reused for this long (`fresh=true` skips it).
+SCAN_CACHE_SECONDS = 30.0
 
 pages = APIRouter(include_in_schema=False)
 api = APIRouter(prefix="/api/dashboard", tags=["dashboard"], responses=ERROR_RESPONSES)
@@ -44,7 +57,12 @@ def _static(name: str) -> bytes:
 
 @pages.get("/dashboard")
 def dashboard_page() -> HTMLResponse:
-    return HTMLResponse(_static("index.html"), headers={"Cache-Control": "no-cache"})
+    headers = {
+        "Cache-Control": "no-cache",
+        "Content-Security-Policy": CSP,
+        "X-Content-Type-Options": "nosniff",
+    }
+    return HTMLResponse(_static("index.html"), headers=headers)
 
 
 @pages.get("/dashboard/")
@@ -94,6 +112,39 @@ def _hub(request: Request) -> Any:
     return request.app.state.hub
 
 
+class ScanCache:
+    """Answers of whole-table scans per (agent's view, question), kept for `ttl` seconds."""
+
+    def __init__(self, ttl: float):
+        self.ttl = ttl
+        self._lock = threading.Lock()
+        self._items: dict[tuple[Any, ...], tuple[float, Any]] = {}
+
+    def get(self, key: tuple[Any, ...], compute: Callable[[], T], fresh: bool = False) -> T:
+        now = time.monotonic()
+        with self._lock:
+            hit = self._items.get(key)
+        if hit is not None and not fresh and now - hit[0] < self.ttl:
+            return hit[1]  # type: ignore[no-any-return]
+        value = compute()
+        with self._lock:
+            self._items = {k: v for k, v in self._items.items() if now - v[0] < self.ttl}
+            self._items[key] = (now, value)
+        return value
+
+
+def _cache(request: Request) -> ScanCache:
+    state = request.app.state
+    if not hasattr(state, "dashboard_cache"):
+        state.dashboard_cache = ScanCache(SCAN_CACHE_SECONDS)
+    return state.dashboard_cache  # type: ignore[no-any-return]
+
+
+def _view(actor: Actor) -> tuple[Any, ...]:
+    """What decides which memories an agent sees: the cache key of its scans."""
+    return (actor.tenant_id, actor.agent_id, tuple(sorted(actor.groups)))
+
+
 @api.get("/whoami", response_model=WhoAmI)
 def whoami(request: Request) -> WhoAmI:
     """Who the key (or the open loopback hub) makes you; the sign-in checks a key with this."""
@@ -122,17 +173,10 @@ def features(request: Request) -> Features:
     )
 
 
-def _overview(session: Session, actor: Actor, hub: Any, days: int) -> Overview:
-    from ultron.db.models import Memory
-
-    stats = hub.memory.stats(session, actor)
+def _overview(session: Session, actor: Actor, days: int, cache: ScanCache, fresh: bool) -> Overview:
+    stats, pinned = cache.get((_view(actor), "stats"), lambda: browse.memory_stats(session, actor), fresh)
     agents = session.execute(
         select(func.count()).select_from(Agent).where(Agent.tenant_id == actor.tenant_id)
-    ).scalar_one()
-    pinned = session.execute(
-        select(func.count())
-        .select_from(Memory)
-        .where(Memory.tenant_id == actor.tenant_id, Memory.pinned, browse.visible(actor))
     ).scalar_one()
     return Overview(
         stats=stats,
@@ -145,9 +189,9 @@ def _overview(session: Session, actor: Actor, hub: Any, days: int) -> Overview:
 
 
 @api.get("/overview", response_model=Overview)
-def overview(request: Request, days: int = Query(30, ge=1, le=366)) -> Overview:
-    """Counts by tier, type, status and scope; activity per day; redaction counts."""
-    return call(request, lambda s, a: _overview(s, a, _hub(request), days))
+def overview(request: Request, days: int = Query(30, ge=1, le=366), fresh: bool = False) -> Overview:
+    """Counts by tier, type, status and scope (reused for 30 s); activity per day; redaction counts."""
+    return call(request, lambda s, a: _overview(s, a, days, _cache(request), fresh))
 
 
 @api.get("/memories", response_model=browse.MemoryPage)
@@ -178,10 +222,16 @@ def memory_hits(request: Request, memory_id: UUID, days: int = Query(90, ge=1, l
 
 @api.get("/map", response_model=browse.MemoryMap)
 def memory_map(
-    request: Request, per_tier: int = Query(300, ge=1, le=browse.MAX_MAP_PER_TIER)
+    request: Request, per_tier: int = Query(300, ge=1, le=browse.MAX_MAP_PER_TIER), fresh: bool = False
 ) -> browse.MemoryMap:
-    """A sample of the most used memories per tier, with the totals it stands for."""
-    return call(request, lambda s, a: browse.memory_map(s, a, per_tier=per_tier))
+    """A sample of the most used memories per tier, with the totals it stands for (reused for 30 s)."""
+    cache = _cache(request)
+    return call(
+        request,
+        lambda s, a: cache.get(
+            (_view(a), "map", per_tier), lambda: browse.memory_map(s, a, per_tier=per_tier), fresh
+        ),
+    )
 
 
 @api.get("/agents", response_model=list[str])

@@ -203,6 +203,7 @@ function activityChart(days, activity) {
     if (i % Math.ceil(days.length / 10) === 0 || i === days.length - 1)
       svg.append(s("text", { x: x + bw / 2, y: H - 6, "text-anchor": "middle" }, d.slice(5)));
   });
+  if (!activity.length) svg.append(s("text", { x: (W + L) / 2, y: (H - B) / 2, "text-anchor": "middle", "font-size": 14 }, "No uploads, merges or searches in this period"));
   const legend = h("div", { class: "legend" }, KINDS.map((k) => h("span", {}, h("i", { style: `background:${KIND_COLORS[k]}` }), k)));
   return h("div", {}, svg, legend);
 }
@@ -222,8 +223,8 @@ async function pageOverview(main) {
       kpi("Memories", fmt(st.total), `${fmt(st.by_status.active || 0)} active`, "kpi-total"),
       kpi("Pinned", fmt(o.pinned), "always surfaced", "kpi-pinned"),
       kpi("Contributions", fmt(st.contributions), "uploads incl. merges", "kpi-contributions"),
-      kpi("Uploads · 30 d", fmt(sumKinds("upload")), `${fmt(sumKinds("merge"))} merged`, "kpi-uploads"),
-      kpi("Searches · 30 d", fmt(sumKinds("search")), "by all agents", "kpi-searches"),
+      kpi("Uploads, 30 d", fmt(sumKinds("upload")), `${fmt(sumKinds("merge"))} merged`, "kpi-uploads"),
+      kpi("Searches, 30 d", fmt(sumKinds("search")), "by all agents", "kpi-searches"),
       kpi("Redacted", fmt(redactedTotal), "secrets & personal data", "kpi-redacted"),
       kpi("Agents", fmt(o.agents), "in this tenant", "kpi-agents")),
     h("div", { class: "grid cols-2" },
@@ -322,7 +323,7 @@ async function loadMemories() {
   if (!page.items.length) tbody.append(h("tr", {}, h("td", { colspan: 6, class: "muted", style: "padding:30px;text-align:center" }, "No memory matches these filters.")));
   const first = state.memIndex * 50;
   document.getElementById("memory-count").textContent = page.total
-    ? `${fmt(first + 1)}–${fmt(first + page.items.length)} of ${fmt(page.total)} memories` : "0 memories";
+    ? `${fmt(first + 1)}–${fmt(first + page.items.length)} of ${fmt(page.total)}${page.total_capped ? "+" : ""} memories` : "0 memories";
   document.getElementById("prev-page").disabled = state.memIndex === 0;
   document.getElementById("next-page").disabled = !page.next_cursor;
 }
@@ -460,6 +461,7 @@ function editMemory(d, m) {
 }
 
 function refreshList() {
+  state.mapStale = true;  // the hub reuses the map for 30 s; after a change ask for a fresh one
   if (state.page === "memories") loadMemories();
   if (state.page === "map") { state.page = null; route(); }
 }
@@ -520,7 +522,8 @@ function renderResults(out, results, ms) {
 function hashOf(id) { let x = 2166136261; for (const c of id) { x ^= c.charCodeAt(0); x = Math.imul(x, 16777619); } return (x >>> 0) / 4294967296; }
 
 async function pageMap(main) {
-  const data = await api("/api/dashboard/map?per_tier=300");
+  const data = await api(`/api/dashboard/map?per_tier=300${state.mapStale ? "&fresh=true" : ""}`);
+  state.mapStale = false;
   const W = 900, C = W / 2, rings = { hot: [36, 140], warm: [152, 280], cold: [292, 400] };
   const svg = s("svg", { id: "map-svg", viewBox: `-90 -10 ${W + 180} ${W + 20}`, "data-testid": "map-svg" });
   for (const t of [...TIERS].reverse()) {
