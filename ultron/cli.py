@@ -465,6 +465,12 @@ def build_parser() -> argparse.ArgumentParser:
     from ultron.ingestion.cli import add_commands as add_ingestion_commands
 
     add_ingestion_commands(sub, _add_common, _add_remote)
+    from ultron.vault.cli import add_commands as add_vault_commands
+
+    add_vault_commands(sub, _add_common)
+    from ultron.evaluation.retrieval import add_parser as add_eval_parser
+
+    add_eval_parser(sub)
 
     privacy = sub.add_parser("privacy", help="redaction tools").add_subparsers(
         dest="privacy_command", required=True

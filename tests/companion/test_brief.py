@@ -67,3 +67,9 @@ def test_bad_budget_is_refused(alice):
 def test_unpinned_memories_leave_the_pinned_section(alice, stocked):
     alice.unpin_memory(stocked[0])
     assert all(item.section == "hot" for item in alice.brief().items)
+
+
+def test_the_task_hint_is_redacted_before_it_is_embedded_or_shown(alice, stocked):
+    brief = alice.brief(task="docker build for jane.roe@example.com is slow")
+    assert "jane.roe@example.com" not in brief.text and "jane.roe@example.com" not in (brief.task or "")
+    assert brief.items[0].section == "pinned"

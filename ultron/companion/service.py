@@ -98,6 +98,10 @@ class CompanionService:
         if not 1 <= budget <= 100_000:
             raise ValidationFailed("max_tokens must be between 1 and 100000")
         task = task.strip()[:4000] if task and task.strip() else None
+        redactor = self.memory.redactor
+        if task is not None and redactor is not None:
+            # The hint goes to the embedding provider (maybe an external API): redact it like any text.
+            task = redactor.redact(task).text
         vector = None
         if task is not None:
             vector = np.asarray(self.memory.embedder.embed([task], kind="query")[0], dtype=np.float32)

@@ -1,0 +1,1 @@
+"""Markdown vault: every memory as a Markdown file with YAML front matter (Obsidian-compatible)."""
