@@ -53,6 +53,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from ultron.tenancy import count_active_keys
 
     settings = _settings(args)
+    from ultron.ops.logs import configure_logging
+
+    configure_logging(settings.log_level, settings.log_json)  # before start-up logs anything
     hub = Hub.open(settings)
     worker = None
     try:

@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from ultron.cli import build_parser
+from ultron.config import Settings
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 K8S = DEPLOY / "k8s"
@@ -170,6 +171,12 @@ def test_pods_run_non_root_with_probes_resources_and_real_commands():
     service = next(d for d in _manifests() if d["kind"] == "Service")
     assert service["spec"]["ports"][0]["targetPort"] in (port["name"], port["containerPort"])
     assert service["spec"]["selector"].items() <= api["spec"]["template"]["metadata"]["labels"].items()
+    worker = next(d for d in _manifests() if d["metadata"]["name"] == "ultron-worker")
+    wc = _pod_specs(worker)[0]["containers"][0]
+    metrics_port = {e["name"]: e["value"] for e in wc["env"]}["ULTRON_METRICS_PORT"]
+    assert "metrics_port" in Settings.model_fields
+    assert str(wc["ports"][0]["containerPort"]) == metrics_port
+    assert worker["spec"]["template"]["metadata"]["annotations"]["prometheus.io/port"] == metrics_port
     cron = next(d for d in _manifests() if d["kind"] == "CronJob")
     assert _pod_specs(cron)[0]["containers"][0]["args"] == ["worker", "--once"]
     assert cron["spec"]["concurrencyPolicy"] == "Forbid"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import sys
 import uuid
 from contextvars import ContextVar
 from datetime import UTC, datetime
@@ -18,7 +19,8 @@ request_id_var: ContextVar[str | None] = ContextVar("ultron_request_id", default
 
 # Attributes every LogRecord has; anything else was passed with `extra=` and goes into the JSON.
 _STANDARD_ATTRS = frozenset(
-    vars(logging.LogRecord("", 0, "", 0, "", None, None)).keys() | {"message", "asctime", "taskName"}
+    vars(logging.LogRecord("", 0, "", 0, "", None, None)).keys()
+    | {"message", "asctime", "taskName", "color_message"}  # uvicorn's ANSI-coloured copy of the message
 )
 
 
@@ -59,6 +61,21 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(out, ensure_ascii=False, default=str)
 
 
+class StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever `sys.stderr` is at emit time, so a handler outlives a swapped or closed stream."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    @property  # type: ignore[override]
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value: Any) -> None:
+        pass
+
+
 PLAIN_FORMAT = "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"
 
 
@@ -67,12 +84,7 @@ def logging_config(level: str = "INFO", json_logs: bool = False) -> dict[str, An
     formatter: dict[str, Any] = (
         {"()": "ultron.ops.logs.JsonFormatter"} if json_logs else {"format": PLAIN_FORMAT}
     )
-    handler = {
-        "class": "logging.StreamHandler",
-        "formatter": "default",
-        "filters": ["request_id"],
-        "stream": "ext://sys.stderr",
-    }
+    handler = {"class": "ultron.ops.logs.StderrHandler", "formatter": "default", "filters": ["request_id"]}
     level = level.upper()
     return {
         "version": 1,
