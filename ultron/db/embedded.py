@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import tempfile
@@ -55,6 +56,8 @@ def stop_embedded(data_dir: Path) -> None:
         server = _servers.pop(pgdata, None)
     if server is not None:
         server.cleanup()  # type: ignore[attr-defined]
+        # Done here; without this pgserver's atexit hook runs again and logs to a closed stream.
+        atexit.unregister(server._cleanup)  # type: ignore[attr-defined]
 
 
 def pg_bin_dir() -> Path:
