@@ -98,12 +98,19 @@ class Hub:
         from ultron.ingestion.service import IngestionService
 
         self.ingestion = IngestionService(self)
-        self.hits.start()
-
         from ultron.companion.service import CompanionService
 
         self.companion = CompanionService(self.settings, self.memory)
         self.memory.companion = self.companion
+        from ultron.clusters.service import ClusterService
+
+        self.clusters = ClusterService(self.settings)
+        self.memory.clusters = self.clusters
+        from ultron.skills.service import SkillService
+
+        self.skills = SkillService(self.settings, self.db, self.embedder, self.clusters, self.intelligence)
+        self.hits.start()
+
     @classmethod
     def open(cls, settings: Settings, *, migrate: bool = True) -> Hub:
         """Connect, migrate, check the embedding profile and build the services."""

@@ -543,3 +543,110 @@ class MemoryRipple(Base):
     )
     weight: Mapped[float] = mapped_column(Float, nullable=False)
     created_at: Mapped[datetime] = _now()
+
+
+class KnowledgeCluster(Base):
+    """A group of semantically close memories: the raw material of one skill (ultron/clusters/)."""
+
+    __tablename__ = "knowledge_clusters"
+    __table_args__ = (Index("ix_knowledge_clusters_tenant_count", "tenant_id", "member_count"),)
+
+    id: Mapped[uuid.UUID] = _uuid_pk()
+    tenant_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False
+    )
+    topic: Mapped[str] = mapped_column(Text, nullable=False, server_default="")
+    # The members' mean vector, normalized; its length before normalizing is centroid_norm, so a member
+    # can leave exactly (ultron/clusters/service.py).
+    centroid: Mapped[Any] = mapped_column(Vector(), nullable=True)
+    centroid_norm: Mapped[float] = mapped_column(Float, nullable=False, server_default="0")
+    member_count: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
+    skill_slug: Mapped[str | None] = mapped_column(Text)
+    superseded_slugs: Mapped[list[str]] = mapped_column(
+        ARRAY(Text), nullable=False, server_default=text("'{}'")
+    )
+    members_at_last_version: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
+    failed_attempts: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
+    next_attempt_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    created_at: Mapped[datetime] = _now()
+    updated_at: Mapped[datetime] = _now()
+
+
+class ClusterMember(Base):
+    """A memory's cluster (at most one), with the vector it joined with so leaving is exact."""
+
+    __tablename__ = "cluster_members"
+    __table_args__ = (Index("ix_cluster_members_cluster_joined", "cluster_id", "joined_at"),)
+
+    memory_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("memories.id", ondelete="CASCADE"), primary_key=True
+    )
+    cluster_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("knowledge_clusters.id", ondelete="CASCADE"), nullable=False
+    )
+    tenant_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False
+    )
+    embedding: Mapped[Any] = mapped_column(Vector(), nullable=True)
+    joined_at: Mapped[datetime] = _now()
+
+
+class Skill(Base):
+    """One version of a skill; versions are integer columns so 1.10.0 sorts above 1.9.0."""
+
+    __tablename__ = "skills"
+    __table_args__ = (
+        CheckConstraint("status IN ('active','superseded')", name="ck_skills_status"),
+        UniqueConstraint(
+            "tenant_id", "slug", "version_major", "version_minor", "version_patch", name="uq_skills_version"
+        ),
+        Index("ix_skills_tenant_status", "tenant_id", "status"),
+    )
+
+    id: Mapped[uuid.UUID] = _uuid_pk()
+    tenant_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False
+    )
+    slug: Mapped[str] = mapped_column(Text, nullable=False)
+    version_major: Mapped[int] = mapped_column(Integer, nullable=False)
+    version_minor: Mapped[int] = mapped_column(Integer, nullable=False)
+    version_patch: Mapped[int] = mapped_column(Integer, nullable=False)
+    name: Mapped[str] = mapped_column(Text, nullable=False)
+    description: Mapped[str] = mapped_column(Text, nullable=False, server_default="")
+    body: Mapped[str] = mapped_column(Text, nullable=False)
+    categories: Mapped[list[str]] = mapped_column(ARRAY(Text), nullable=False, server_default=text("'{}'"))
+    embedding: Mapped[Any] = mapped_column(Vector(), nullable=True)
+    status: Mapped[str] = mapped_column(Text, nullable=False, server_default="active")
+    score: Mapped[float | None] = mapped_column(Float)
+    source_cluster_id: Mapped[uuid.UUID | None] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("knowledge_clusters.id", ondelete="SET NULL")
+    )
+    created_at: Mapped[datetime] = _now()
+
+
+class EvolutionRecord(Base):
+    """One crystallization or recrystallization attempt and its outcome."""
+
+    __tablename__ = "evolution_records"
+    __table_args__ = (Index("ix_evolution_records_cluster", "cluster_id", "started_at"),)
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    tenant_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False
+    )
+    cluster_id: Mapped[uuid.UUID | None] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("knowledge_clusters.id", ondelete="SET NULL")
+    )
+    skill_slug: Mapped[str | None] = mapped_column(Text)
+    old_version: Mapped[str | None] = mapped_column(Text)
+    new_version: Mapped[str | None] = mapped_column(Text)
+    old_score: Mapped[float | None] = mapped_column(Float)
+    new_score: Mapped[float | None] = mapped_column(Float)
+    status: Mapped[str] = mapped_column(Text, nullable=False)
+    trigger: Mapped[str] = mapped_column(Text, nullable=False)
+    detail: Mapped[str] = mapped_column(Text, nullable=False, server_default="")
+    memory_ids: Mapped[list[uuid.UUID]] = mapped_column(
+        ARRAY(UUID(as_uuid=True)), nullable=False, server_default=text("'{}'")
+    )
+    started_at: Mapped[datetime] = _now()
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

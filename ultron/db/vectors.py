@@ -13,6 +13,16 @@ from ultron.errors import EmbeddingModelMismatch
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 64
 
+# The Skill Hub's vectors share the profile (migration 0005): cluster centroids and skills are searched
+# through HNSW; a member's join vector is only read back when it leaves. After a re-embed (clear=True)
+# they are empty until `run_initial_clustering()` rebuilds the clusters (ultron/clusters/).
+EXTRA_VECTORS = (
+    ("knowledge_clusters", "centroid"),
+    ("cluster_members", "embedding"),
+    ("skills", "embedding"),
+)
+EXTRA_HNSW = (("knowledge_clusters", "centroid"), ("skills", "embedding"))
+
 
 @dataclass(frozen=True)
 class Profile:
@@ -30,6 +40,8 @@ def read_profile(conn: Connection) -> Profile | None:
 
 def drop_vector_index(conn: Connection) -> None:
     conn.execute(text("DROP INDEX IF EXISTS ix_memories_embedding_hnsw"))
+    for table, column in EXTRA_HNSW:
+        conn.execute(text(f"DROP INDEX IF EXISTS ix_{table}_{column}_hnsw"))
 
 
 def create_vector_index(conn: Connection) -> None:
@@ -41,12 +53,21 @@ def create_vector_index(conn: Connection) -> None:
             f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION}) WHERE status = 'active'"
         )
     )
+    for table, column in EXTRA_HNSW:
+        conn.execute(
+            text(
+                f"CREATE INDEX ix_{table}_{column}_hnsw ON {table} USING hnsw ({column} vector_cosine_ops) "
+                f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION})"
+            )
+        )
 
 
 def set_dimension(conn: Connection, dimension: int, *, clear: bool = False) -> None:
     """Fix the vector column's dimension; `clear` empties it (vectors of another size cannot be cast)."""
     using = " USING NULL" if clear else ""
     conn.execute(text(f"ALTER TABLE memories ALTER COLUMN embedding TYPE vector({int(dimension)}){using}"))
+    for table, column in EXTRA_VECTORS:
+        conn.execute(text(f"ALTER TABLE {table} ALTER COLUMN {column} TYPE vector({int(dimension)}){using}"))
 
 
 def write_profile(conn: Connection, profile: Profile) -> None:

@@ -69,6 +69,13 @@ class CompanionHooks(Protocol):
     ) -> list[SearchResult]: ...
 
 
+class ClusterHooks(Protocol):
+    """Knowledge clusters (ultron/clusters/): a new memory joins one, a merged-away one leaves it."""
+
+    def assign(self, session: Session, tenant_id: UUID, memory_id: UUID, vector: Any) -> UUID: ...
+    def leave(self, session: Session, tenant_id: UUID, memory_id: UUID) -> UUID | None: ...
+
+
 class Redactor(Protocol):
     def redact(self, text: str, policy: Any = None) -> Any: ...
 
@@ -127,6 +134,8 @@ class MemoryService:
         self.common_terms = fulltext.CommonTerms(settings.fulltext_pool)
         # Set by the hub once the companion service exists.
         self.companion: CompanionHooks | None = None
+        # Set by the hub: knowledge clusters (ultron/clusters/) joined in the upload's transaction.
+        self.clusters: ClusterHooks | None = None
 
     # --- helpers -------------------------------------------------------------------------------
 
@@ -252,6 +261,8 @@ class MemoryService:
         )
         session.add(memory)
         session.flush()
+        if self.clusters is not None:
+            self.clusters.assign(session, actor.tenant_id, memory.id, p.embedding)
         self._log_contribution(session, actor, memory.id, p, "created", None)
         self._activity(session, actor, "upload", memory.id, {"memory_type": p.memory_type})
         return UploadResult(record=self.get(session, actor, memory.id), decision="created")
@@ -324,6 +335,8 @@ class MemoryService:
         loser.status, loser.archived_reason = "archived", "consolidated"
         loser.merged_into_id, loser.archived_at = winner_id, datetime.now(UTC)
         session.flush()
+        if self.clusters is not None:
+            self.clusters.leave(session, actor.tenant_id, loser_id)
         self._activity(session, actor, "consolidate", loser_id, {"into": str(winner_id), "similarity": sim})
         return True
 

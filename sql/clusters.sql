@@ -1,0 +1,65 @@
+-- Knowledge clusters (ultron/clusters/service.py).
+
+-- name: nearest_cluster
+-- The closest non-empty centroid of the tenant, through the HNSW index on knowledge_clusters.centroid.
+SELECT c.id, 1 - (c.centroid <=> CAST(:v AS vector)) AS similarity
+FROM knowledge_clusters c
+WHERE c.tenant_id = :tenant_id AND c.member_count > 0 AND c.centroid IS NOT NULL
+ORDER BY c.centroid <=> CAST(:v AS vector)
+LIMIT 1
+
+-- name: clusters_ready_to_crystallize
+-- Enough members, no skill yet, not backing off after a failed attempt.
+SELECT c.id
+FROM knowledge_clusters c
+WHERE c.tenant_id = :tenant_id AND c.skill_slug IS NULL AND c.member_count >= :threshold
+  AND (c.next_attempt_at IS NULL OR c.next_attempt_at <= now())
+ORDER BY c.member_count DESC, c.id
+LIMIT :limit
+
+-- name: clusters_ready_to_recrystallize
+-- A skill exists and at least :delta members joined after its latest version was written.
+SELECT c.id, n.added
+FROM knowledge_clusters c
+CROSS JOIN LATERAL (
+    SELECT max(s.created_at) AS at FROM skills s
+    WHERE s.tenant_id = c.tenant_id AND s.slug = c.skill_slug
+) v
+CROSS JOIN LATERAL (
+    SELECT count(*) AS added FROM cluster_members cm
+    WHERE cm.cluster_id = c.id AND cm.joined_at > coalesce(v.at, '-infinity')
+) n
+WHERE c.tenant_id = :tenant_id AND c.skill_slug IS NOT NULL
+  AND (c.next_attempt_at IS NULL OR c.next_attempt_at <= now())
+  AND n.added >= :delta
+ORDER BY n.added DESC, c.id
+LIMIT :limit
+
+-- name: cluster_memories
+-- A bounded, representative sample: the members closest to the centroid first.
+SELECT m.id, m.memory_type, m.content, m.context, m.resolution, m.summary_l0, m.tags
+FROM cluster_members cm
+JOIN knowledge_clusters c ON c.id = cm.cluster_id
+JOIN memories m ON m.id = cm.memory_id
+WHERE cm.cluster_id = :cluster_id AND cm.tenant_id = :tenant_id AND m.status = 'active'
+ORDER BY cm.embedding <=> c.centroid, m.id
+LIMIT :limit
+
+-- name: cluster_leavers
+-- Members whose memory was archived (consolidation, TTL, re-ingest) or re-embedded by a merge.
+SELECT cm.memory_id, m.status = 'active' AS still_active
+FROM cluster_members cm
+JOIN memories m ON m.id = cm.memory_id
+WHERE cm.tenant_id = :tenant_id
+  AND (m.status <> 'active' OR m.embedding IS DISTINCT FROM cm.embedding)
+LIMIT :limit
+
+-- name: unclustered_memories
+-- Keyset page of active memories that belong to no cluster (initial clustering, after imports and re-embeds).
+SELECT m.id, m.embedding
+FROM memories m
+WHERE m.tenant_id = :tenant_id AND m.status = 'active' AND m.embedding IS NOT NULL
+  AND m.id > CAST(:after AS uuid)
+  AND NOT EXISTS (SELECT 1 FROM cluster_members cm WHERE cm.memory_id = m.id)
+ORDER BY m.id
+LIMIT :limit

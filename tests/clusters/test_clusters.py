@@ -1,0 +1,168 @@
+"""Knowledge clusters on real Postgres: assignment, exact running means, readiness, the upload hook."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+from sqlalchemy import func, select, text
+
+from ultron.clusters.service import topic_keywords, unit
+from ultron.db.models import ClusterMember, KnowledgeCluster, Memory, Skill
+from ultron.sdk import Ultron
+from ultron.tenancy import local_actor
+
+
+@pytest.fixture()
+def chub(make_hub):  # type: ignore[no-untyped-def]
+    return make_hub(cluster_similarity_threshold=0.8)
+
+
+def _basis(dim: int, i: int) -> np.ndarray:
+    e = np.zeros(dim)
+    e[i] = 1.0
+    return e
+
+
+def _at_cos(dim: int, cos: float) -> np.ndarray:
+    """A unit vector at exactly `cos` from e0."""
+    return cos * _basis(dim, 0) + np.sqrt(1 - cos * cos) * _basis(dim, 1)
+
+
+def _memory(session, tenant_id, vector, label: str = "m") -> Memory:  # type: ignore[no-untyped-def]
+    m = Memory(
+        tenant_id=tenant_id,
+        memory_type="pattern",
+        content=label,
+        content_hash=hashlib.sha256(f"{label}{np.random.rand()}".encode()).hexdigest(),
+        embedding=np.asarray(vector, dtype=np.float32),
+        search_tsv=func.to_tsvector("simple", label),
+    )
+    session.add(m)
+    session.flush()
+    return m
+
+
+def _tenant(session):  # type: ignore[no-untyped-def]
+    return local_actor(session).tenant_id
+
+
+def _join(hub, session, tenant_id, vector, label="m"):  # type: ignore[no-untyped-def]
+    m = _memory(session, tenant_id, vector, label)
+    return m, hub.clusters.assign(session, tenant_id, m.id, vector)
+
+
+def test_assignment_at_and_just_below_the_threshold(chub):  # type: ignore[no-untyped-def]
+    dim = chub.embedder.dimension
+    with chub.db.session() as s:
+        tenant = _tenant(s)
+        _, first = _join(chub, s, tenant, _basis(dim, 0))
+        _, at = _join(chub, s, tenant, _at_cos(dim, 0.8))
+        assert at == first
+    with chub.db.session() as s:
+        # a fresh cluster seeded at e0 again, in another tenant-free setup: compare below the threshold
+        s.execute(text("DELETE FROM knowledge_clusters"))
+        _, first = _join(chub, s, tenant, _basis(dim, 0))
+        _, below = _join(chub, s, tenant, _at_cos(dim, 0.799))
+        assert below != first
+        assert s.scalar(select(func.count()).select_from(KnowledgeCluster)) == 2
+
+
+def test_centroid_is_the_normalized_mean_after_joins_leaves_and_merges(chub):  # type: ignore[no-untyped-def]
+    dim = chub.embedder.dimension
+    rng = np.random.default_rng(7)
+    vectors = [unit(_basis(dim, 0) * 4 + rng.normal(0, 1.5 / np.sqrt(dim), dim)) for _ in range(8)]
+    with chub.db.session() as s:
+        tenant = _tenant(s)
+        actor = local_actor(s)
+        members = [_join(chub, s, tenant, v, f"m{i}")[0] for i, v in enumerate(vectors)]
+        cluster_id = s.get(ClusterMember, members[0].id).cluster_id
+        assert {s.get(ClusterMember, m.id).cluster_id for m in members} == {cluster_id}
+        chub.clusters.leave(s, tenant, members[1].id)  # a plain leave
+        assert chub.memory.absorb(s, actor, members[2].id, members[3].id, 0.95)  # merge: the loser leaves
+        s.execute(text("UPDATE memories SET status = 'archived' WHERE id = :id"), {"id": members[4].id})
+        moved = unit(
+            _basis(dim, 0) * 4 + rng.normal(0, 1.5 / np.sqrt(dim), dim)
+        )  # a merge re-embedded this one
+        s.execute(
+            text("UPDATE memories SET embedding = CAST(:v AS vector) WHERE id = :id"),
+            {"v": moved.astype(np.float32), "id": members[5].id},
+        )
+        counts = chub.clusters.sync(s, tenant)
+        assert counts == {"left": 2, "reassigned": 1}
+        cluster = s.get(KnowledgeCluster, cluster_id, populate_existing=True)
+        remaining = [m for m in members if s.get(ClusterMember, m.id) is not None]
+        assert {m.id for m in remaining} == {members[i].id for i in (0, 2, 5, 6, 7)}
+        mean = unit(np.mean([unit(np.asarray(m.embedding, dtype=np.float64)) for m in remaining], axis=0))
+        assert cluster.member_count == 5
+        assert np.allclose(np.asarray(cluster.centroid), mean, atol=1e-5)
+        # the last member leaving empties the cluster; it drops out of the nearest search
+        for m in remaining:
+            chub.clusters.leave(s, tenant, m.id)
+        cluster = s.get(KnowledgeCluster, cluster_id, populate_existing=True)
+        assert cluster.member_count == 0 and cluster.centroid is None
+
+
+def test_readiness_at_exactly_five_and_after_exactly_three_new_members(chub):  # type: ignore[no-untyped-def]
+    dim = chub.embedder.dimension
+    rng = np.random.default_rng(3)
+
+    def near() -> np.ndarray:
+        return unit(_basis(dim, 0) * 4 + rng.normal(0, 1.0 / np.sqrt(dim), dim))
+
+    with chub.db.session() as s:
+        tenant = _tenant(s)
+        for i in range(4):
+            _, cluster_id = _join(chub, s, tenant, near(), f"a{i}")
+        assert chub.clusters.get_clusters_ready_to_crystallize(s, tenant) == []
+        _join(chub, s, tenant, near(), "a4")
+        assert chub.clusters.get_clusters_ready_to_crystallize(s, tenant) == [cluster_id]
+        assert len(chub.clusters.get_cluster_memories(s, tenant, cluster_id, limit=3)) == 3
+        # a skill version written now: the cluster is no longer waiting for its first skill
+        s.add(
+            Skill(
+                tenant_id=tenant,
+                slug="s",
+                version_major=1,
+                version_minor=0,
+                version_patch=0,
+                name="s",
+                body="b",
+                source_cluster_id=cluster_id,
+                created_at=datetime.now(UTC) - timedelta(seconds=0),
+            )
+        )
+        s.get(KnowledgeCluster, cluster_id).skill_slug = "s"
+        s.flush()
+        # members joined in the same transaction share now(): move them before the version
+        s.execute(text("UPDATE cluster_members SET joined_at = joined_at - interval '1 minute'"))
+        assert chub.clusters.get_clusters_ready_to_crystallize(s, tenant) == []
+        for i in range(2):
+            _join(chub, s, tenant, near(), f"b{i}")
+        s.execute(text("UPDATE skills SET created_at = now() - interval '30 seconds'"))
+        assert chub.clusters.get_clusters_ready_to_recrystallize(s, tenant) == []
+        _join(chub, s, tenant, near(), "b2")
+        assert chub.clusters.get_clusters_ready_to_recrystallize(s, tenant) == [cluster_id]
+
+
+def test_an_upload_joins_a_cluster_in_its_transaction_and_initial_clustering_covers_the_rest(hub):  # type: ignore[no-untyped-def]
+    alice = Ultron(hub=hub, agent="alice")
+    first = alice.upload_memory("pytest fixtures with scope=session leak state between database tests")
+    with hub.db.session() as s:
+        assert s.get(ClusterMember, first.id) is not None
+        s.execute(text("DELETE FROM cluster_members"))
+        s.execute(text("DELETE FROM knowledge_clusters"))
+    with hub.db.session() as s:
+        assert hub.clusters.run_initial_clustering(s, local_actor(s).tenant_id) >= 1
+        assert s.get(ClusterMember, first.id) is not None
+
+
+def test_offline_topic_is_the_most_shared_keywords():
+    texts = [
+        "docker build cache misses when COPY comes first",
+        "docker layer cache: copy requirements before pip install",
+        "slow docker build: cache the pip install layer",
+    ]
+    assert topic_keywords(texts).split()[:2] == ["cache", "docker"]

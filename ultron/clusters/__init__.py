@@ -1,0 +1,1 @@
+"""Knowledge clusters: each memory joins the nearest centroid in its upload transaction."""

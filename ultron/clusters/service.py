@@ -1,0 +1,196 @@
+"""Knowledge clusters in the database.
+
+A new memory joins the nearest centroid (one HNSW probe, `nearest_cluster`) when the cosine reaches
+`settings.cluster_threshold`, else it starts a cluster. The centroid is the members' mean vector kept
+incrementally under the cluster's row lock: stored normalized (for the cosine index) with the mean's length
+in `centroid_norm`, so a member can also leave exactly, without re-reading the others.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any
+from uuid import UUID
+
+import numpy as np
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from ultron.config import Settings
+from ultron.db.models import ClusterMember, KnowledgeCluster, Memory
+from ultron.db.queries import q
+from ultron.providers.hashing import STOPWORDS
+
+ZERO_UUID = "00000000-0000-0000-0000-000000000000"
+SIM_TOLERANCE = 1e-6
+TOPIC_WORDS = 4
+TOPIC_SAMPLE = 20
+_WORD = re.compile(r"[a-z][a-z0-9_+#.-]{2,}")
+
+
+def unit(vector: Any) -> np.ndarray:
+    if hasattr(vector, "to_numpy"):  # pgvector's Vector, as raw SQL returns it
+        vector = vector.to_numpy()
+    v = np.asarray(vector, dtype=np.float64)
+    norm = float(np.linalg.norm(v))
+    return v / norm if norm > 0 else v
+
+
+def _mean_of(cluster: KnowledgeCluster) -> np.ndarray:
+    return np.asarray(cluster.centroid, dtype=np.float64) * cluster.centroid_norm
+
+
+def _set_mean(cluster: KnowledgeCluster, mean: np.ndarray, count: int) -> None:
+    norm = float(np.linalg.norm(mean))
+    if count <= 0 or norm == 0:
+        cluster.centroid, cluster.centroid_norm, cluster.member_count = None, 0.0, 0
+    else:
+        cluster.centroid = (mean / norm).astype(np.float32)
+        cluster.centroid_norm, cluster.member_count = norm, count
+    cluster.updated_at = datetime.now(UTC)
+
+
+def topic_keywords(texts: Iterable[str], k: int = TOPIC_WORDS) -> str:
+    """Offline topic: the words that occur in the most members (document frequency), ties alphabetical."""
+    df: Counter[str] = Counter()
+    for t in texts:
+        df.update({w.strip(".-") for w in _WORD.findall(t.lower())} - STOPWORDS)
+    words = sorted(df.items(), key=lambda kv: (-kv[1], kv[0]))
+    return " ".join(w for w, _ in words[:k] if w)
+
+
+class ClusterService:
+    def __init__(self, settings: Settings):
+        self.settings = settings
+
+    # --- membership ------------------------------------------------------------------------------
+
+    def assign(self, session: Session, tenant_id: UUID, memory_id: UUID, vector: Any) -> UUID:
+        """Join the nearest cluster at or above the threshold, else start one; in the caller's transaction."""
+        v = unit(vector)
+        row = session.execute(
+            q("nearest_cluster"), {"tenant_id": tenant_id, "v": v.astype(np.float32)}
+        ).first()
+        cluster = None
+        # The tolerance absorbs float32 storage: a vector exactly at the threshold joins.
+        if row is not None and float(row.similarity) >= self.settings.cluster_threshold - SIM_TOLERANCE:
+            cluster = session.get(KnowledgeCluster, row.id, with_for_update=True, populate_existing=True)
+            if cluster is not None and (cluster.member_count == 0 or cluster.centroid is None):
+                cluster = None  # emptied since the probe
+        if cluster is None:
+            cluster = KnowledgeCluster(tenant_id=tenant_id, member_count=0, centroid_norm=0.0)
+            session.add(cluster)
+            session.flush()
+            _set_mean(cluster, v, 1)
+        else:
+            n = cluster.member_count
+            _set_mean(cluster, (_mean_of(cluster) * n + v) / (n + 1), n + 1)
+        session.add(
+            ClusterMember(
+                memory_id=memory_id,
+                cluster_id=cluster.id,
+                tenant_id=tenant_id,
+                embedding=v.astype(np.float32),
+            )
+        )
+        session.flush()
+        return cluster.id
+
+    def leave(self, session: Session, tenant_id: UUID, memory_id: UUID) -> UUID | None:
+        """Take a memory out of its cluster (merged away, archived, re-embedded); exact running mean."""
+        member = session.get(ClusterMember, memory_id)
+        if member is None or member.tenant_id != tenant_id:
+            return None
+        cluster = session.get(
+            KnowledgeCluster, member.cluster_id, with_for_update=True, populate_existing=True
+        )
+        assert cluster is not None
+        n = cluster.member_count
+        if cluster.centroid is None or member.embedding is None:
+            # Vectors cleared by a re-embed (ultron/db/vectors.py): the cluster only drains.
+            cluster.member_count = max(0, n - 1)
+        elif n <= 1:
+            _set_mean(cluster, np.zeros(1), 0)
+        else:
+            mean = (_mean_of(cluster) * n - np.asarray(member.embedding, dtype=np.float64)) / (n - 1)
+            _set_mean(cluster, mean, n - 1)
+        session.delete(member)
+        session.flush()
+        return cluster.id
+
+    def sync(self, session: Session, tenant_id: UUID, limit: int = 1000) -> dict[str, int]:
+        """Archived members leave; re-embedded ones leave and are re-assigned. One bounded batch."""
+        counts = {"left": 0, "reassigned": 0}
+        for row in session.execute(q("cluster_leavers"), {"tenant_id": tenant_id, "limit": limit}).all():
+            self.leave(session, tenant_id, row.memory_id)
+            counts["left"] += 1
+            if row.still_active:
+                memory = session.get(Memory, row.memory_id)
+                if memory is not None and memory.embedding is not None:
+                    self.assign(session, tenant_id, memory.id, memory.embedding)
+                    counts["reassigned"] += 1
+        return counts
+
+    def run_initial_clustering(self, session: Session, tenant_id: UUID, page: int = 500) -> int:
+        """Cluster every active memory that has no cluster yet (after imports and re-embeds); keyset pages."""
+        done, after = 0, ZERO_UUID
+        while True:
+            rows = session.execute(
+                q("unclustered_memories"), {"tenant_id": tenant_id, "after": after, "limit": page}
+            ).all()
+            if not rows:
+                return done
+            for row in rows:
+                self.assign(session, tenant_id, row.id, row.embedding)
+            done += len(rows)
+            after = str(rows[-1].id)
+
+    # --- readiness -------------------------------------------------------------------------------
+
+    def get_clusters_ready_to_crystallize(
+        self, session: Session, tenant_id: UUID, limit: int = 10
+    ) -> list[UUID]:
+        rows = session.execute(
+            q("clusters_ready_to_crystallize"),
+            {"tenant_id": tenant_id, "threshold": self.settings.crystallization_threshold, "limit": limit},
+        ).all()
+        return [r.id for r in rows]
+
+    def get_clusters_ready_to_recrystallize(
+        self, session: Session, tenant_id: UUID, limit: int = 10
+    ) -> list[UUID]:
+        rows = session.execute(
+            q("clusters_ready_to_recrystallize"),
+            {"tenant_id": tenant_id, "delta": self.settings.recrystallization_delta, "limit": limit},
+        ).all()
+        return [r.id for r in rows]
+
+    def get_cluster_memories(
+        self, session: Session, tenant_id: UUID, cluster_id: UUID, limit: int = 20
+    ) -> list[dict[str, Any]]:
+        """A bounded, representative sample of the members (closest to the centroid first)."""
+        rows = session.execute(
+            q("cluster_memories"), {"tenant_id": tenant_id, "cluster_id": cluster_id, "limit": limit}
+        ).all()
+        return [dict(r._mapping) for r in rows]
+
+    def name_topic(self, session: Session, tenant_id: UUID, cluster_id: UUID) -> str:
+        """Offline topic naming: the top keywords of a sample of members."""
+        members = self.get_cluster_memories(session, tenant_id, cluster_id, TOPIC_SAMPLE)
+        topic = topic_keywords(" ".join([m["content"], m["context"], *m["tags"]]) for m in members)
+        cluster = session.get(KnowledgeCluster, cluster_id)
+        if cluster is not None and topic:
+            cluster.topic = topic
+        return topic
+
+    def list_clusters(self, session: Session, tenant_id: UUID, limit: int = 100) -> list[KnowledgeCluster]:
+        stmt = (
+            select(KnowledgeCluster)
+            .where(KnowledgeCluster.tenant_id == tenant_id, KnowledgeCluster.member_count > 0)
+            .order_by(KnowledgeCluster.member_count.desc(), KnowledgeCluster.id)
+            .limit(limit)
+        )
+        return list(session.scalars(stmt))

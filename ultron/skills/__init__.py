@@ -1,0 +1,1 @@
+"""The Skill Hub: clusters crystallized into versioned, grounded SKILL.md skills."""

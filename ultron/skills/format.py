@@ -1,0 +1,97 @@
+"""What a skill is on disk: SKILL.md (YAML front matter + Markdown body), slugs, semantic versions."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from functools import total_ordering
+from typing import Any
+
+import yaml
+
+from ultron.errors import ValidationFailed
+
+_SLUG_DROP = re.compile(r"[^a-z0-9\u4e00-\u9fff]+")
+SLUG_MAX = 50
+
+
+@total_ordering
+@dataclass(frozen=True)
+class Version:
+    """A semantic version compared as numbers: 1.10.0 > 1.9.0."""
+
+    major: int
+    minor: int
+    patch: int
+
+    @classmethod
+    def parse(cls, value: str) -> Version:
+        parts = value.strip().split(".")
+        if len(parts) != 3 or not all(p.isdigit() for p in parts):
+            raise ValidationFailed(f"version {value!r} is not MAJOR.MINOR.PATCH")
+        return cls(*(int(p) for p in parts))
+
+    def key(self) -> tuple[int, int, int]:
+        return (self.major, self.minor, self.patch)
+
+    def __lt__(self, other: object) -> bool:
+        if not isinstance(other, Version):
+            return NotImplemented
+        return self.key() < other.key()
+
+    def bump_minor(self) -> Version:
+        return Version(self.major, self.minor + 1, 0)
+
+    def __str__(self) -> str:
+        return f"{self.major}.{self.minor}.{self.patch}"
+
+
+FIRST = Version(1, 0, 0)
+
+
+def slugify(name: str) -> str:
+    slug = _SLUG_DROP.sub("-", name.lower()).strip("-")[:SLUG_MAX].strip("-")
+    return slug or "skill"
+
+
+@dataclass(frozen=True)
+class SkillDoc:
+    name: str
+    description: str
+    body: str
+    metadata: dict[str, Any]
+
+
+def render(doc: SkillDoc) -> str:
+    """SKILL.md: YAML front matter (name, description, metadata as one-line JSON), then the body."""
+    front = yaml.safe_dump(
+        {"name": doc.name, "description": doc.description}, allow_unicode=True, sort_keys=False, width=10**6
+    )
+    meta = json.dumps(doc.metadata, ensure_ascii=False, sort_keys=True)
+    return f"---\n{front}metadata: {meta}\n---\n\n{doc.body.strip()}\n"
+
+
+def parse(text: str) -> SkillDoc:
+    """Read a SKILL.md back (front matter parsed as YAML; the JSON metadata line is valid YAML)."""
+    text = text.lstrip("\ufeff")
+    if not text.startswith("---\n"):
+        raise ValidationFailed("SKILL.md must start with a '---' front matter block")
+    end = text.find("\n---\n", 4)
+    if end < 0:
+        raise ValidationFailed("SKILL.md front matter is not closed by '---'")
+    try:
+        front = yaml.safe_load(text[4:end]) or {}
+    except yaml.YAMLError as exc:
+        raise ValidationFailed(f"SKILL.md front matter is not valid YAML: {exc}") from None
+    if not isinstance(front, dict) or not str(front.get("name") or "").strip():
+        raise ValidationFailed("SKILL.md front matter needs a name")
+    metadata = front.get("metadata") or {}
+    if not isinstance(metadata, dict):
+        raise ValidationFailed("SKILL.md metadata must be a mapping")
+    return SkillDoc(
+        name=str(front["name"]).strip(),
+        description=str(front.get("description") or "").strip(),
+        body=text[end + 5 :].strip(),
+        metadata=metadata,
+    )
