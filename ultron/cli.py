@@ -344,9 +344,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(p)
     p.add_argument("--host", help=f"bind address {_env('host')}, default 127.0.0.1")
     p.add_argument("--port", type=int, help=f"port {_env('port')}, default 8765")
-    p.add_argument(
-        "--with-worker", action="store_true", help="also run the background worker (in a thread)"
-    )
+    p.add_argument("--with-worker", action="store_true", help="also run the background worker (in a thread)")
     p.set_defaults(func=cmd_serve)
 
     agents = sub.add_parser("agents", help="manage agents and their API keys").add_subparsers(
