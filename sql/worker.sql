@@ -51,11 +51,15 @@ RETURNING g.id, g.tenant_id, g.attempts
 
 -- name: claim_session
 -- Held until the item's transaction ends: nobody else can lease a row this worker is working on.
-SELECT id FROM sessions WHERE id = :id AND lease_owner = :owner FOR UPDATE SKIP LOCKED
+-- Waits (no SKIP LOCKED): another worker's lease statement may hold this row's lock for a moment
+-- (a row locked and then rejected by its recheck stays locked until that statement's transaction
+-- ends); skipping would wrongly report the item lost. The owner check is re-evaluated after the wait.
+SELECT id FROM sessions WHERE id = :id AND lease_owner = :owner FOR UPDATE
 
 -- name: claim_segment
+-- Waits for the row lock, like claim_session.
 SELECT id FROM task_segments WHERE id = :id AND lease_owner = :owner AND stage = :stage
-FOR UPDATE SKIP LOCKED
+FOR UPDATE
 
 -- name: finish_session
 UPDATE sessions
