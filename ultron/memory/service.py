@@ -526,9 +526,7 @@ class MemoryService:
             | ((Memory.scope == "group") & Memory.group_name.in_(list(actor.groups) or [""]))
         )
 
-    def _records(
-        self, session: Session, ids: list[UUID], actor: Actor | None = None
-    ) -> dict[UUID, MemoryRecord]:
+    def _records(self, session: Session, ids: list[UUID], actor: Actor) -> dict[UUID, MemoryRecord]:
         if not ids:
             return {}
         contributions = (
@@ -541,10 +539,9 @@ class MemoryService:
             select(Memory, Agent.name, contributions)
             .outerjoin(Agent, Agent.id == Memory.agent_id)
             .where(Memory.id.in_(ids))
+            .where(Memory.tenant_id == actor.tenant_id, self._visible(actor))
             .execution_options(populate_existing=True)
         )
-        if actor is not None:
-            stmt = stmt.where(Memory.tenant_id == actor.tenant_id, self._visible(actor))
         return {m.id: to_record(m, agent, n) for m, agent, n in session.execute(stmt)}
 
     def get(self, session: Session, actor: Actor, memory_id: UUID) -> MemoryRecord:
