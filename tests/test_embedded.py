@@ -113,3 +113,29 @@ def test_serve_cli_alongside_restart_and_clean_stop(tmp_path):
         assert stats["total"] == 2
     finally:
         _stop(hub)
+
+
+def test_embedded_server_takes_its_memory_settings_from_ultron_conf(tmp_path):
+    """The tuning file is written before every start: a new size applies at the next start."""
+    import psycopg
+    from sqlalchemy.engine import make_url
+
+    from ultron.db.embedded import auto_shared_buffers, start_embedded, stop_embedded
+
+    def shared_buffers() -> str:
+        url = make_url(start_embedded(tmp_path, shared_buffers=size)).set(drivername="postgresql")
+        try:
+            with psycopg.connect(url.render_as_string(hide_password=False)) as conn:
+                return str(conn.execute("SHOW shared_buffers").fetchone()[0])  # type: ignore[index]
+        finally:
+            stop_embedded(tmp_path)
+
+    os.chmod(tmp_path, 0o755)
+    size = "160MB"
+    assert shared_buffers() == "160MB"
+    size = None  # auto: an eighth of RAM within 128MB..2GB, as PostgreSQL prints it
+    expected = int(auto_shared_buffers().removesuffix("MB"))
+    shown = shared_buffers()
+    assert shown == (f"{expected // 1024}GB" if expected % 1024 == 0 else f"{expected}MB")
+    conf = (tmp_path / "pgdata" / "postgresql.conf").read_text()
+    assert conf.count("include_if_exists = 'ultron.conf'") == 1  # not appended again on restart

