@@ -94,3 +94,26 @@ SELECT :tenant_id, CAST(:agent_id AS uuid), id, CAST(:reflection_id AS uuid)
 FROM unnest(CAST(:memory_ids AS uuid[])) AS id
 ON CONFLICT (agent_id, memory_id) DO NOTHING
 RETURNING memory_id
+
+-- name: brief_skills
+-- A brief without a task hint: the latest active version of each skill, the skills whose memories
+-- agents use most first (the hits of the source cluster's active members), then the newest.
+SELECT s.id, s.slug, s.version_major, s.version_minor, s.version_patch, s.name, s.description,
+       s.categories, s.source_cluster_id, s.created_at, NULL::float8 AS similarity,
+       coalesce(u.hits, 0) AS hits
+FROM skills s
+LEFT JOIN LATERAL (
+    SELECT sum(m.hit_count) AS hits
+    FROM cluster_members cm
+    JOIN memories m ON m.id = cm.memory_id AND m.status = 'active'
+    WHERE cm.tenant_id = s.tenant_id AND cm.cluster_id = s.source_cluster_id
+) u ON true
+WHERE s.tenant_id = :tenant_id AND s.status = 'active'
+  AND NOT EXISTS (
+      SELECT 1 FROM skills n
+      WHERE n.tenant_id = s.tenant_id AND n.slug = s.slug
+        AND (n.version_major, n.version_minor, n.version_patch)
+            > (s.version_major, s.version_minor, s.version_patch)
+  )
+ORDER BY hits DESC, s.created_at DESC, s.slug
+LIMIT :limit

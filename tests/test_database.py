@@ -26,6 +26,7 @@ EXPECTED_QUERIES |= {
     "serendipity_pool",
     "dream_candidates",
     "mark_reflected",
+    "brief_skills",
 }
 EXPECTED_QUERIES |= {
     "session_digests",

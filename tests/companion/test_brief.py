@@ -35,7 +35,7 @@ def test_pinned_lead_then_hot_by_relevance_with_reasons(alice, stocked):
     sims = [item.similarity for item in brief.items[1:]]
     assert sims == sorted(sims, reverse=True)
     assert all("similarity" in item.reason for item in brief.items[1:])
-    assert not brief.skills_available  # the skills seam is empty until the skill hub registers a source
+    assert brief.skills_available and brief.items[-1].kind == "memory"  # the hub has skills, none published
     assert brief.text.splitlines()[1:] == [item.text for item in brief.items]
 
 

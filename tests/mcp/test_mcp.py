@@ -1,4 +1,5 @@
-"""The MCP server, driven by the official MCP SDK client: every tool over stdio and over streamable HTTP."""
+"""The MCP server, driven by the official MCP SDK client: every tool over stdio and over streamable HTTP,
+against a hub with published skills (three topics in the default tenant, one in tenant "acme")."""
 
 from __future__ import annotations
 
@@ -20,14 +21,32 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamablehttp_client
 
+from tests.skill_data import OTHER_TENANT, slugs_of, stock_skills
 from ultron.api.app import create_app
 from ultron.mcp.server import TOOL_NAMES
 from ultron.sdk._local import LocalBackend
-from ultron.tenancy import create_agent
+from ultron.tenancy import create_agent, local_actor
 
 HAS_INGEST = hasattr(LocalBackend, "ingest_text")
 EXPECTED_TOOLS = {name for name in TOOL_NAMES if HAS_INGEST or name != "ingest_text"}
 SECRET = "my private note: I am nervous about the database failover drill on Thursday"
+DOCKER_TASK = "my docker image build reinstalls every pip package each time"
+SKILL_FIELDS = {"slug", "name", "description", "version", "similarity", "categories"}
+
+
+@pytest.fixture()
+def hub(make_hub):  # type: ignore[no-untyped-def]
+    """A hub whose skills are published (tests/skill_data.py): the skill tools have something to find."""
+    hub = make_hub(dedup_similarity_threshold=0.99, dedup_soft_threshold=0.99)
+    stock_skills(hub)
+    return hub
+
+
+@pytest.fixture()
+def slugs(hub) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    found = {**slugs_of(hub), **slugs_of(hub, OTHER_TENANT)}
+    assert set(found) == {"docker", "postgres", "pytest", "kubernetes"}
+    return found
 
 
 async def call(session: ClientSession, tool: str, **arguments: Any) -> Any:
@@ -42,7 +61,7 @@ async def call_error(session: ClientSession, tool: str, **arguments: Any) -> str
     return result.content[0].text
 
 
-async def exercise_every_tool(session: ClientSession) -> dict[str, Any]:
+async def exercise_every_tool(session: ClientSession, slugs: dict[str, str]) -> dict[str, Any]:
     """List the tools, then call each one as an agent would in a session; returns what it stored."""
     tools = (await session.list_tools()).tools
     assert {t.name for t in tools} == EXPECTED_TOOLS
@@ -50,9 +69,15 @@ async def exercise_every_tool(session: ClientSession) -> dict[str, Any]:
     assert "before non-trivial work" in search.description.lower()
     upload = next(t for t in tools if t.name == "upload_memory")
     assert "never include secrets" in upload.description.lower()
+    find = next(t for t in tools if t.name == "search_skills")
+    assert "before a non-trivial task" in find.description.lower() and "get_skill" in find.description
+    assert "follow" in next(t for t in tools if t.name == "get_skill").description.lower()
 
     brief = await call(session, "brief", task="a python cron job")
-    assert brief["items"] == [] and brief["tokens"] <= brief["max_tokens"]
+    assert brief["skills_available"] and brief["tokens"] <= brief["max_tokens"]
+    assert brief["items"] and {i["kind"] for i in brief["items"]} == {"skill"}  # no memories of mine yet
+    assert "kubernetes" not in {i["slug"] for i in brief["items"]}
+    await use_skills(session, slugs)
     stored = await call(
         session,
         "upload_memory",
@@ -75,7 +100,8 @@ async def exercise_every_tool(session: ClientSession) -> dict[str, Any]:
     brief = await call(session, "brief", task="cron job cannot import pandas", max_tokens=400)
     assert brief["items"][0]["id"] == memory_id and brief["items"][0]["section"] == "pinned"
     dream = await call(session, "dream", limit=5)
-    assert {i["record"]["id"] for i in dream["items"]} == {memory_id, private["record"]["id"]}
+    # newest first: this session's two memories, then the older ones the skills were built from
+    assert [i["record"]["id"] for i in dream["items"][:2]] == [private["record"]["id"], memory_id]
     lesson = await call(
         session,
         "reflect",
@@ -98,6 +124,26 @@ async def exercise_every_tool(session: ClientSession) -> dict[str, Any]:
     ]
     assert "not found" in await call_error(session, "get_memory_details", ids=[lesson["record"]["id"]])
     return {"memory_id": memory_id, "private_id": private["record"]["id"]}
+
+
+async def use_skills(session: ClientSession, slugs: dict[str, str]) -> None:
+    """search_skills then get_skill, as the tool descriptions ask; bad input is a tool error."""
+    found = await call(session, "search_skills", query=DOCKER_TASK, limit=3)
+    assert found["count"] == 3 and set(found["results"][0]) == SKILL_FIELDS
+    assert [r["slug"] for r in found["results"]][0] == slugs["docker"]
+    assert slugs["kubernetes"] not in {r["slug"] for r in found["results"]}  # another tenant's
+    sims = [r["similarity"] for r in found["results"]]
+    assert sims == sorted(sims, reverse=True) and found["results"][0]["version"] == "1.0.0"
+    skill = await call(session, "get_skill", slug=slugs["docker"])
+    assert skill["skill_md"].startswith(f"---\nname: {skill['name']}\n") and "## Steps" in skill["skill_md"]
+    assert (skill["version"], skill["versions"], skill["status"]) == ("1.0.0", ["1.0.0"], "active")
+    assert (await call(session, "get_skill", slug=slugs["docker"], version="1.0.0")) == skill
+    assert "not found" in await call_error(session, "get_skill", slug=slugs["docker"], version="9.9.9")
+    assert "MAJOR.MINOR.PATCH" in await call_error(session, "get_skill", slug=slugs["docker"], version="v1")
+    assert "not found" in await call_error(session, "get_skill", slug="no-such-skill")
+    assert "not found" in await call_error(session, "get_skill", slug=slugs["kubernetes"])
+    assert "must not be empty" in await call_error(session, "search_skills", query="  ")
+    assert "limit must be between" in await call_error(session, "search_skills", query="docker", limit=0)
 
 
 # --- stdio ----------------------------------------------------------------------------------------
@@ -139,10 +185,10 @@ async def other_agent_sees_nothing_private(session: ClientSession, stored: dict[
     assert stored["private_id"] not in {i["record"]["id"] for i in dream["items"]}
 
 
-def test_every_tool_over_stdio(hub, settings):
+def test_every_tool_over_stdio(hub, settings, slugs):
     async def main() -> None:
         async with stdio_session(settings, "alice") as session:
-            stored = await exercise_every_tool(session)
+            stored = await exercise_every_tool(session, slugs)
         async with stdio_session(settings, "bob") as session:
             await other_agent_sees_nothing_private(session, stored)
 
@@ -175,7 +221,9 @@ def serve(app) -> Iterator[str]:  # type: ignore[no-untyped-def]
 @pytest.fixture()
 def keys(hub) -> dict[str, str]:  # type: ignore[no-untyped-def]
     with hub.db.session() as s:
-        return {name: create_agent(s, name)[1] for name in ("alice", "bob")}
+        keys = {name: create_agent(s, name)[1] for name in ("alice", "bob")}
+        keys["frank"] = create_agent(s, "frank", OTHER_TENANT)[1]
+        return keys
 
 
 @asynccontextmanager
@@ -187,17 +235,45 @@ async def http_session(url: str, key: str) -> AsyncIterator[ClientSession]:
         yield session
 
 
-def test_every_tool_over_streamable_http(hub, keys):
+def test_every_tool_over_streamable_http(hub, keys, slugs):
     async def main(url: str) -> None:
         async with http_session(url, keys["alice"]) as session:
-            stored = await exercise_every_tool(session)
+            stored = await exercise_every_tool(session, slugs)
         async with http_session(url, keys["bob"]) as session:
             await other_agent_sees_nothing_private(session, stored)
             # bob may read alice's shared memory but not change it.
             assert "did not contribute" in await call_error(session, "forget", memory_id=stored["memory_id"])
+            supersede_docker(hub, slugs["docker"])
+            found = await call(session, "search_skills", query=DOCKER_TASK, limit=10)
+            assert [r["slug"] for r in found["results"]][0] == "container-image-caching"
+            assert slugs["docker"] not in {r["slug"] for r in found["results"]}
+            old = await call(session, "get_skill", slug=slugs["docker"])
+            assert (old["status"], old["superseded_by"]) == ("superseded", "container-image-caching")
+        async with http_session(url, keys["frank"]) as session:  # tenant acme: its own skill only
+            found = await call(session, "search_skills", query=DOCKER_TASK, limit=10)
+            assert [r["slug"] for r in found["results"]] == [slugs["kubernetes"]]
+            assert (await call(session, "get_skill", slug=slugs["kubernetes"]))["status"] == "active"
+            assert "not found" in await call_error(session, "get_skill", slug=slugs["postgres"])
+            brief = await call(session, "brief", task=DOCKER_TASK)
+            assert [i["slug"] for i in brief["items"]] == [slugs["kubernetes"]]
 
     with serve(create_app(hub, allow_open=False)) as url:
         anyio.run(main, url)
+
+
+def supersede_docker(hub, slug: str) -> None:  # type: ignore[no-untyped-def]
+    """A renamed skill, as a recrystallization publishes it: the old slug superseded, its cluster moved on."""
+    from ultron.db.models import KnowledgeCluster
+    from ultron.skills.format import FIRST, SkillDoc
+
+    with hub.db.session() as s:
+        tenant = local_actor(s).tenant_id
+        old = hub.skills.latest(s, tenant, slug)
+        cluster = s.get(KnowledgeCluster, old.source_cluster_id)
+        doc = SkillDoc("Container Image Caching", old.description, old.body, {})
+        hub.skills.supersede(s, tenant, slug)
+        cluster.superseded_slugs = [*cluster.superseded_slugs, slug]
+        hub.skills.save(s, tenant, "container-image-caching", FIRST, doc, 0.9, cluster.id, cluster)
 
 
 def test_http_mcp_needs_a_valid_key(hub, keys):

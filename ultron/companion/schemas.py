@@ -19,6 +19,10 @@ class BriefItem(BaseModel):
     text: str = Field(..., description="The line the brief shows for it")
     tokens: int
     similarity: float | None = Field(None, description="Cosine to the task hint, when one was given")
+    slug: str | None = Field(None, description="A skill's slug: load it with get_skill / GET /skills/{slug}")
+    version: str | None = Field(None, description="A skill's version (MAJOR.MINOR.PATCH)")
+    name: str | None = Field(None, description="A skill's name")
+    description: str | None = Field(None, description="A skill's description (when to use it)")
 
 
 class Brief(BaseModel):
@@ -29,7 +33,9 @@ class Brief(BaseModel):
     tokens: int = Field(..., description="Token estimate of `text` (ultron.providers.tokens)")
     items: list[BriefItem]
     omitted: int = Field(0, description="Candidates left out because the budget was spent")
-    skills_available: bool = Field(False, description="Whether a skill source contributed")
+    skills_available: bool = Field(
+        False, description="Whether the hub has skills (a skill source is registered)"
+    )
     text: str
 
 

@@ -19,11 +19,14 @@ from pydantic import BaseModel
 
 from ultron import __version__
 from ultron.companion.schemas import ReflectionRequest
+from ultron.mcp.skills import skills_of
 from ultron.memory.schemas import MemoryPatch, UploadRequest
 
 INSTRUCTIONS = """Ultron is a memory hub shared by many agents: what one agent learned, the others can find.
 
 - At the start of a session call `brief` (optionally with the task) for pinned rules and hot memories.
+- Before a non-trivial task call `search_skills`: a skill is a tested procedure distilled from many
+  agents' experience. When one matches, load it with `get_skill` and follow its SKILL.md.
 - Before non-trivial work (debugging an error, touching an unfamiliar system, a task that smells
   familiar) call `search_memories`; read promising hits with `get_memory_details`.
 - After solving something others could hit again, call `upload_memory` with objective, reusable
@@ -46,8 +49,11 @@ def _json(value: Any) -> Any:
     return value
 
 
-def build_server(backend_for: Callable[[Context], Any], *, ingest: bool = True, **fastmcp: Any) -> FastMCP:
-    """A FastMCP server whose tools call `backend_for(ctx)` (the calling agent's backend)."""
+def build_server(
+    backend_for: Callable[[Context], Any], *, ingest: bool = True, skills: bool = True, **fastmcp: Any
+) -> FastMCP:
+    """A FastMCP server whose tools call `backend_for(ctx)` (the calling agent's backend); the skill
+    tools need a backend that holds the hub (ultron/mcp/skills.py)."""
     server = FastMCP("ultron", instructions=INSTRUCTIONS, **fastmcp)
     server._mcp_server.version = __version__
 
@@ -55,6 +61,12 @@ def build_server(backend_for: Callable[[Context], Any], *, ingest: bool = True, 
         backend = backend_for(ctx)
         call = functools.partial(getattr(backend, method), *args, **kwargs)
         return _json(await anyio.to_thread.run_sync(call))
+
+    async def run_skills(ctx: Context, method: str, *args: Any) -> Any:
+        tools = skills_of(backend_for(ctx))
+        if tools is None:  # cannot happen where skills=True was chosen for a backend with the hub
+            raise RuntimeError("skills are not available on this backend")
+        return await anyio.to_thread.run_sync(functools.partial(getattr(tools, method), *args))
 
     @server.tool()
     async def search_memories(
@@ -122,6 +134,27 @@ def build_server(backend_for: Callable[[Context], Any], *, ingest: bool = True, 
             """Hand the hub a longer free text (notes, a write-up, a log excerpt); it extracts the
             reusable memories in it and uploads each. Same rules as upload_memory: no secrets."""
             return await run(ctx, "ingest_text", text)
+
+    if skills:
+
+        @server.tool()
+        async def search_skills(query: str, ctx: Context, limit: int = 5) -> dict[str, Any]:
+            """Search the hub's skills BEFORE a non-trivial task (a build or deploy problem, a migration,
+            a debugging session, any job with a known procedure). A skill is a step-by-step procedure
+            distilled from many agents' memories and verified against them. Returns slug, name,
+            description, version and similarity (cosine to the query), best first. When one fits your
+            task, load it with get_skill and follow it."""
+            results = await run_skills(ctx, "search_skills", query, limit)
+            return {"count": len(results), "results": results}
+
+        @server.tool()
+        async def get_skill(slug: str, ctx: Context, version: str | None = None) -> dict[str, Any]:
+            """Load a skill found by search_skills (or listed in the brief) and FOLLOW its SKILL.md: when
+            to use it, the steps in order, edge cases and fallbacks; [m:xxxxxxxx] cites the memories a
+            step comes from. version: MAJOR.MINOR.PATCH (default: the latest). Returns skill_md, the
+            version, every version (newest first) and status; a superseded skill names the slug that
+            replaced it in superseded_by: load that one instead."""
+            return await run_skills(ctx, "get_skill", slug, version)
 
     @server.tool()
     async def brief(ctx: Context, task: str | None = None, max_tokens: int | None = None) -> dict[str, Any]:
@@ -202,6 +235,8 @@ TOOL_NAMES = (
     "get_memory_details",
     "upload_memory",
     "ingest_text",
+    "search_skills",
+    "get_skill",
     "brief",
     "edit",
     "forget",

@@ -22,7 +22,7 @@ from ultron.clusters.service import ClusterService
 from ultron.config import Settings
 from ultron.db.models import EvolutionRecord, KnowledgeCluster, Skill
 from ultron.db.queries import q
-from ultron.errors import NotFound
+from ultron.errors import NotFound, ValidationFailed
 from ultron.skills import evolve
 from ultron.skills.format import FIRST, SkillDoc, Version, render, slugify
 
@@ -245,3 +245,47 @@ class SkillService:
             "source_cluster": str(skill.source_cluster_id) if skill.source_cluster_id else None,
         }
         return render(SkillDoc(skill.name, skill.description, skill.body, metadata))
+
+    # --- for agents: the MCP tools and the brief ---------------------------------------------------
+
+    def find(
+        self, session: Session, tenant_id: UUID, query: str, limit: int = 5, redactor: Any = None
+    ) -> list[dict[str, Any]]:
+        """An agent's free-text skill search: validated, redacted, embedded as a query (not a document)."""
+        if not query.strip():
+            raise ValidationFailed("query must not be empty")
+        if not 1 <= limit <= FIND_MAX:
+            raise ValidationFailed(f"limit must be between 1 and {FIND_MAX}")
+        # The query goes to the embedding provider (maybe an external API): redact it like any text.
+        query = redactor.redact(query[:4000]).text if redactor is not None else query[:4000]
+        vector = self.embedder.embed([query], kind="query")[0]
+        return self.nearest(session, tenant_id, vector, limit)
+
+    def nearest(self, session: Session, tenant_id: UUID, vector: Any, limit: int) -> list[dict[str, Any]]:
+        """The latest active skills nearest to an embedded query (`search_skills`, HNSW)."""
+        params = {"tenant_id": tenant_id, "v": np.asarray(vector, np.float32), "limit": limit}
+        return [skill_hit(row) for row in session.execute(q("search_skills"), params)]
+
+    def successor(self, session: Session, tenant_id: UUID, slug: str) -> str | None:
+        """The slug that replaced a superseded one (its cluster's current skill), if any."""
+        return session.scalar(
+            select(KnowledgeCluster.skill_slug)
+            .where(
+                KnowledgeCluster.tenant_id == tenant_id,
+                KnowledgeCluster.superseded_slugs.contains([slug]),
+                KnowledgeCluster.skill_slug.is_not(None),
+            )
+            .limit(1)
+        )
+
+
+FIND_MAX = 50  # most skills one find() returns
+
+
+def skill_hit(row: Any) -> dict[str, Any]:
+    """A `search_skills`-shaped row as a dict, its version columns folded into "1.2.0"."""
+    item = dict(row._mapping)
+    item["version"] = str(
+        Version(item.pop("version_major"), item.pop("version_minor"), item.pop("version_patch"))
+    )
+    return item
