@@ -42,23 +42,25 @@ FROM cluster_members cm
 JOIN knowledge_clusters c ON c.id = cm.cluster_id
 JOIN memories m ON m.id = cm.memory_id
 WHERE cm.cluster_id = :cluster_id AND cm.tenant_id = :tenant_id AND m.status = 'active'
+  AND m.scope = 'shared'  -- skills are tenant-wide: a private or group memory never feeds one
 ORDER BY cm.embedding <=> c.centroid, m.id
 LIMIT :limit
 
 -- name: cluster_leavers
--- Members whose memory was archived (consolidation, TTL, re-ingest) or re-embedded by a merge.
-SELECT cm.memory_id, m.status = 'active' AS still_active
+-- Members whose memory was archived (consolidation, TTL, re-ingest), is no longer shared, or was
+-- re-embedded by a merge (those re-join).
+SELECT cm.memory_id, (m.status = 'active' AND m.scope = 'shared') AS still_active
 FROM cluster_members cm
 JOIN memories m ON m.id = cm.memory_id
 WHERE cm.tenant_id = :tenant_id
-  AND (m.status <> 'active' OR m.embedding IS DISTINCT FROM cm.embedding)
+  AND (m.status <> 'active' OR m.scope <> 'shared' OR m.embedding IS DISTINCT FROM cm.embedding)
 LIMIT :limit
 
 -- name: unclustered_memories
 -- Keyset page of active memories that belong to no cluster (initial clustering, after imports and re-embeds).
 SELECT m.id, m.embedding
 FROM memories m
-WHERE m.tenant_id = :tenant_id AND m.status = 'active' AND m.embedding IS NOT NULL
+WHERE m.tenant_id = :tenant_id AND m.status = 'active' AND m.scope = 'shared' AND m.embedding IS NOT NULL
   AND m.id > CAST(:after AS uuid)
   AND NOT EXISTS (SELECT 1 FROM cluster_members cm WHERE cm.memory_id = m.id)
 ORDER BY m.id

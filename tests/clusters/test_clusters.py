@@ -166,3 +166,26 @@ def test_offline_topic_is_the_most_shared_keywords():
         "slow docker build: cache the pip install layer",
     ]
     assert topic_keywords(texts).split()[:2] == ["cache", "docker"]
+
+
+def test_private_and_group_memories_never_feed_a_cluster(hub):  # type: ignore[no-untyped-def]
+    """Skills are read by the whole tenant, so only shared memories may reach a cluster's sample."""
+    alice = Ultron(hub=hub, agent="alice")
+    text_ = "pytest fixtures with scope=session leak state between database tests"
+    private = alice.upload_memory(text_ + " (mine)", scope="private")
+    shared = alice.upload_memory(text_)
+    with hub.db.session() as s:
+        tenant = local_actor(s).tenant_id
+        assert s.get(ClusterMember, private.id) is None
+        assert s.get(ClusterMember, shared.id) is not None
+        assert hub.clusters.run_initial_clustering(s, tenant) == 0  # the private one is not "unclustered"
+        # A shared memory that becomes private leaves its cluster at the next sync.
+        s.execute(
+            text("UPDATE memories SET scope = 'private', agent_id = :a WHERE id = :id"),
+            {"a": local_actor(s).agent_id, "id": shared.id},
+        )
+        assert hub.clusters.sync(s, tenant)["left"] == 1
+        assert s.get(ClusterMember, shared.id) is None
+        cluster_ids = s.scalars(select(KnowledgeCluster.id).where(KnowledgeCluster.tenant_id == tenant)).all()
+        for cid in cluster_ids:
+            assert hub.clusters.get_cluster_memories(s, tenant, cid, 20) == []

@@ -261,7 +261,8 @@ class MemoryService:
         )
         session.add(memory)
         session.flush()
-        if self.clusters is not None:
+        # Skills are read by the whole tenant: only shared memories feed clusters (and so skills).
+        if self.clusters is not None and p.scope == "shared":
             self.clusters.assign(session, actor.tenant_id, memory.id, p.embedding)
         self._log_contribution(session, actor, memory.id, p, "created", None)
         self._activity(session, actor, "upload", memory.id, {"memory_type": p.memory_type})
