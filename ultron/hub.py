@@ -109,6 +109,7 @@ class Hub:
         from ultron.skills.service import SkillService
 
         self.skills = SkillService(self.settings, self.db, self.embedder, self.clusters, self.intelligence)
+        self.skills.redactor = self.redactor
         self.hits.start()
 
     @classmethod
