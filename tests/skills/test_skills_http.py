@@ -415,7 +415,9 @@ def test_a_cluster_in_full_shows_only_members_the_caller_may_see(hub, bob, publi
     assert one["skill"]["slug"] == docker["skill_slug"] and one["skill"]["version"] == "1.0.0"
     assert one["superseded_slugs"] == []
     ids = [m["id"] for m in one["members"]]
-    assert len(ids) == one["member_count"] - 1 and str(private.id) not in ids  # alice's private memory is hers alone
+    assert (
+        len(ids) == one["member_count"] - 1 and str(private.id) not in ids
+    )  # alice's private memory is hers alone
     assert [m["similarity"] for m in one["members"]] == sorted(
         (m["similarity"] for m in one["members"]), reverse=True
     )
