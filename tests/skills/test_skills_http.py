@@ -17,7 +17,7 @@ from sqlalchemy import func, select
 from ultron.api.app import create_app
 from ultron.db.models import EvolutionRecord, KnowledgeCluster, Skill, SkillFile
 from ultron.errors import PayloadTooLarge, ValidationFailed
-from ultron.skills import bundle
+from ultron.skills import bundle, evolve
 from ultron.skills.format import SkillDoc, Version, parse, render
 from ultron.tenancy import create_agent, local_actor
 
@@ -250,6 +250,29 @@ def test_uploading_a_published_slug_bumps_its_minor_version(hub, bob, published)
     assert [h["version"] for h in found if h["slug"] == slug] == ["1.1.0"]
 
 
+def test_an_uploaded_versions_files_survive_the_engines_next_revision(hub, bob, published):  # type: ignore[no-untyped-def]
+    slug = slug_with(bob, "postgres")
+    text = render(SkillDoc("x", "by hand", "## Steps\n\n1. set lock_timeout\n", {"slug": slug}))
+    files = {
+        "SKILL.md": text,
+        "scripts/blockers.sql": "SELECT pg_blocking_pids(pid) FROM pg_stat_activity;\n",
+    }
+    assert bob.post("/skills", json={"files": files}).json()["skill"]["version"] == "1.1.0"
+    cluster = bob.get(f"/skills/{slug}").json()["source_cluster_id"]  # of the latest: the upload has none
+    assert cluster is None
+    cluster = bob.get(f"/skills/{slug}", params={"version": "1.0.0"}).json()["source_cluster_id"]
+    hub.skills.verify = lambda doc, members: evolve.Verdict(True, 0.99, "")
+    with hub.db.session() as s:
+        assert (
+            hub.skills.evolve_cluster(s, tenant_of(hub), uuid.UUID(cluster), "recrystallize") == "published"
+        )
+    revised = bob.get(f"/skills/{slug}").json()
+    assert (revised["version"], revised["files"]) == ("1.2.0", ["scripts/blockers.sql"])
+    assert revised["source_cluster_id"] == cluster and revised["description"] != "by hand"
+    z = zipfile.ZipFile(io.BytesIO(bob.get(f"/skills/{slug}/archive.zip").content))
+    assert z.read(f"{slug}/scripts/blockers.sql").decode() == files["scripts/blockers.sql"]
+
+
 def test_uploaded_text_is_redacted_before_it_is_stored(hub, bob):  # type: ignore[no-untyped-def]
     files = {
         "SKILL.md": render(SkillDoc("Deploy", "Mail ops@example.com first", "## Steps\n\n1. deploy\n", {})),
@@ -333,6 +356,16 @@ def test_too_many_files_or_bytes_are_413_and_store_nothing(hub, bob):  # type: i
     bomb = zipped({"SKILL.md": SKILL.encode(), "refs/big.md": b"x" * (bundle.MAX_TOTAL_BYTES + 1)})
     assert len(bomb) < 100_000
     assert bob.post("/skills", content=bomb, headers=ZIP).status_code == 413
+    assert stored(hub) == before
+
+
+def test_the_body_is_read_only_up_to_its_cap(hub, bob, monkeypatch):  # type: ignore[no-untyped-def]
+    from ultron.skills import router
+
+    monkeypatch.setattr(router, "MAX_UPLOAD_BODY", 1000)
+    before = stored(hub)
+    r = bob.post("/skills", json={"files": {**FILES, "refs/pad.md": "x" * 1000}})
+    assert r.status_code == 413 and "1000 bytes" in r.json()["detail"]
     assert stored(hub) == before
 
 

@@ -290,7 +290,9 @@ class SkillService:
     def detail(self, session: Session, tenant_id: UUID, slug: str, version: str | None = None) -> SkillDetail:
         skill = self.latest(session, tenant_id, slug, version)
         paths = session.scalars(
-            select(SkillFile.path).where(SkillFile.skill_id == skill.id).order_by(SkillFile.path)
+            select(SkillFile.path)
+            .where(SkillFile.skill_id == skill.id, SkillFile.tenant_id == tenant_id)
+            .order_by(SkillFile.path)
         )
         return SkillDetail(
             **self.summary(skill).model_dump(),
