@@ -10,7 +10,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from tests.skills.test_skills import DOCKER, POSTGRES, PYTEST
+from tests.skills.conftest import DOCKER, POSTGRES, PYTEST
 from ultron.db.models import Skill, Tenant
 from ultron.sdk import Ultron
 

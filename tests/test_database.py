@@ -49,6 +49,12 @@ EXPECTED_QUERIES |= {
     "cluster_leavers",
     "unclustered_memories",
     "search_skills",
+    "list_skills",
+    "skill_history",
+    "lock_skill_slug",
+    "list_clusters_page",
+    "cluster_overview",
+    "cluster_member_sample",
 }
 
 # The background worker (sql/worker.sql).

@@ -2,6 +2,8 @@
 
 import ultron
 import ultron.sdk
+from ultron.sdk._http import HttpBackend
+from ultron.sdk._local import LocalBackend
 
 
 def test_exported_members():
@@ -23,5 +25,21 @@ def test_both_clients_offer_the_same_methods():
         "edit_memory",
         "delete_memory",
         "get_memory_stats",
+        "search_skills",
+        "list_skills",
+        "get_skill",
+        "skill_md",
+        "skill_history",
+        "export_skill",
+        "upload_skill",
+        "list_clusters",
+        "get_cluster",
         "close",
     } <= public
+
+
+def test_both_backends_implement_the_same_calls():
+    def calls(cls: type) -> set[str]:
+        return {name for name in vars(cls) if not name.startswith("_") and callable(getattr(cls, name))}
+
+    assert calls(LocalBackend) == calls(HttpBackend)

@@ -469,6 +469,9 @@ def build_parser() -> argparse.ArgumentParser:
     from ultron.vault.cli import add_commands as add_vault_commands
 
     add_vault_commands(sub, _add_common)
+    from ultron.skills.cli import add_commands as add_skills_commands
+
+    add_skills_commands(sub, _add_common, _add_remote)
     from ultron.evaluation.retrieval import add_parser as add_eval_parser
 
     add_eval_parser(sub)

@@ -109,6 +109,7 @@ class Hub:
         from ultron.skills.service import SkillService
 
         self.skills = SkillService(self.settings, self.db, self.embedder, self.clusters, self.intelligence)
+        self.skills.redactor = self.redactor
         from ultron.companion.skills import SkillBriefSource
 
         self.companion.skill_source = SkillBriefSource(self.skills, self.settings.brief_skill_limit)

@@ -211,4 +211,9 @@ def create_app(hub: Hub, *, allow_open: bool = False) -> FastAPI:
     from ultron.worker.router import router as worker  # imports `call` from this module
 
     app.include_router(worker)
+    from ultron.clusters.router import router as clusters  # imports `call` from this module
+    from ultron.skills.router import router as skills  # imports `call` from this module
+
+    app.include_router(skills)
+    app.include_router(clusters)
     return app

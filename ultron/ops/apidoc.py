@@ -50,6 +50,8 @@ def type_of(schema: dict[str, Any]) -> str:
     kind = schema.get("type")
     if kind == "array":
         return f"list[{type_of(schema.get('items', {}))}]"
+    if kind == "object" and schema.get("properties"):  # an inline body (JSON or zip: POST /skills)
+        return "{" + ", ".join(f"{k}: {type_of(v)}" for k, v in schema["properties"].items()) + "}"
     if kind == "object" and "additionalProperties" in schema:
         extra = schema["additionalProperties"]
         return f"map[string, {type_of(extra) if isinstance(extra, dict) else 'any'}]"

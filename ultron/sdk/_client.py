@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 from uuid import UUID
 
 import httpx
 
+from ultron.clusters.schemas import ClusterDetail, ClusterSummary
 from ultron.companion.schemas import Brief, Dream, ReflectionRequest, ReflectionResult
 from ultron.config import Settings
 from ultron.ingestion.schemas import ImportStatus, IngestResult, IngestTextResult
@@ -20,6 +22,15 @@ from ultron.memory.schemas import (
     SearchResult,
     UploadRequest,
     UploadResult,
+)
+from ultron.skills.schemas import (
+    EvolutionEntry,
+    SkillDetail,
+    SkillHit,
+    SkillSearchRequest,
+    SkillStatusFilter,
+    SkillSummary,
+    SkillUploadResult,
 )
 
 
@@ -206,6 +217,46 @@ class Ultron:
 
         data = Path(path).expanduser().read_bytes()
         return self._backend.import_history(kind, Path(path).name, data, wait)
+
+    # --- skills and knowledge clusters ----------------------------------------------------------
+
+    def search_skills(self, query: str, limit: int = 5) -> list[SkillHit]:
+        """The latest active version of each skill, nearest to the query first."""
+        req = SkillSearchRequest(query=query, limit=limit)
+        return self._backend.search_skills(req.query, req.limit)
+
+    def list_skills(
+        self, status: SkillStatusFilter = "active", limit: int = 50, offset: int = 0
+    ) -> list[SkillSummary]:
+        """The latest version of each skill (`status`: active, superseded or all), newest first."""
+        return self._backend.list_skills(status, limit, offset)
+
+    def get_skill(self, slug: str, version: str | None = None) -> SkillDetail:
+        return self._backend.get_skill(slug, version)
+
+    def skill_md(self, slug: str, version: str | None = None) -> str:
+        return self._backend.skill_md(slug, version)
+
+    def skill_history(self, slug: str, limit: int = 50) -> list[EvolutionEntry]:
+        return self._backend.skill_history(slug, limit)
+
+    def export_skill(self, slug: str, directory: str | os.PathLike[str], version: str | None = None) -> Path:
+        """Write the skill folder to `directory/<slug>/` (SKILL.md and its files); returns that folder."""
+        from ultron.skills import bundle
+
+        return bundle.write_dir(directory, slug, self._backend.skill_folder(slug, version))
+
+    def upload_skill(self, directory: str | os.PathLike[str]) -> SkillUploadResult:
+        """Upload a skill folder holding SKILL.md, read on this machine (hidden files and links skipped)."""
+        from ultron.skills import bundle
+
+        return self._backend.upload_skill(bundle.read_dir(directory))
+
+    def list_clusters(self, limit: int = 50, offset: int = 0) -> list[ClusterSummary]:
+        return self._backend.list_clusters(limit, offset)
+
+    def get_cluster(self, cluster_id: UUID | str) -> ClusterDetail:
+        return self._backend.get_cluster(_uuid(cluster_id))
 
     # --- lifecycle -----------------------------------------------------------------------------
 

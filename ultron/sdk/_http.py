@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import time
 from typing import Any
+from urllib.parse import quote
 from uuid import UUID
 
 import httpx
 
+from ultron.clusters.schemas import ClusterDetail, ClusterSummary
 from ultron.companion.schemas import Brief, Dream, ReflectionRequest, ReflectionResult
 from ultron.errors import (
     Conflict,
@@ -28,6 +30,15 @@ from ultron.memory.schemas import (
     SearchResult,
     UploadRequest,
     UploadResult,
+)
+from ultron.skills import bundle
+from ultron.skills.schemas import (
+    EvolutionEntry,
+    SkillDetail,
+    SkillHit,
+    SkillStatusFilter,
+    SkillSummary,
+    SkillUploadResult,
 )
 
 IMPORT_POLL_SECONDS = 0.5
@@ -69,9 +80,13 @@ class HttpBackend:
         )
 
     def _request(self, method: str, path: str, **kwargs: Any) -> Any:
+        response = self._raw(method, path, **kwargs)
+        return response.json() if response.content else None
+
+    def _raw(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         response = self._http.request(method, path, **kwargs)
         _raise_for(response)
-        return response.json() if response.content else None
+        return response
 
     def upload(self, req: UploadRequest) -> UploadResult:
         return UploadResult.model_validate(self._request("POST", "/memories/upload", json=req.model_dump()))
@@ -139,5 +154,45 @@ class HttpBackend:
             status = ImportStatus.model_validate(self._request("GET", f"/imports/{status.id}"))
         return status
 
+    def search_skills(self, query: str, limit: int) -> list[SkillHit]:
+        data = self._request("POST", "/skills/search", json={"query": query, "limit": limit})
+        return [SkillHit.model_validate(h) for h in data]
+
+    def list_skills(self, status: SkillStatusFilter, limit: int, offset: int) -> list[SkillSummary]:
+        params = {"status": status, "limit": limit, "offset": offset}
+        return [SkillSummary.model_validate(r) for r in self._request("GET", "/skills", params=params)]
+
+    def get_skill(self, slug: str, version: str | None) -> SkillDetail:
+        return SkillDetail.model_validate(self._request("GET", _skill(slug), params=_version(version)))
+
+    def skill_md(self, slug: str, version: str | None) -> str:
+        return self._raw("GET", f"{_skill(slug)}/SKILL.md", params=_version(version)).text
+
+    def skill_folder(self, slug: str, version: str | None) -> dict[str, str]:
+        data = self._raw("GET", f"{_skill(slug)}/archive.zip", params=_version(version)).content
+        return bundle.read_zip(data)
+
+    def skill_history(self, slug: str, limit: int) -> list[EvolutionEntry]:
+        data = self._request("GET", f"{_skill(slug)}/history", params={"limit": limit})
+        return [EvolutionEntry.model_validate(r) for r in data]
+
+    def upload_skill(self, files: dict[str, str]) -> SkillUploadResult:
+        return SkillUploadResult.model_validate(self._request("POST", "/skills", json={"files": files}))
+
+    def list_clusters(self, limit: int, offset: int) -> list[ClusterSummary]:
+        data = self._request("GET", "/clusters", params={"limit": limit, "offset": offset})
+        return [ClusterSummary.model_validate(r) for r in data]
+
+    def get_cluster(self, cluster_id: UUID) -> ClusterDetail:
+        return ClusterDetail.model_validate(self._request("GET", f"/clusters/{cluster_id}"))
+
     def close(self) -> None:
         self._http.close()
+
+
+def _skill(slug: str) -> str:
+    return f"/skills/{quote(slug, safe='')}"
+
+
+def _version(version: str | None) -> dict[str, str]:
+    return {"version": version} if version is not None else {}

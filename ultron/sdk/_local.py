@@ -9,6 +9,8 @@ from uuid import UUID
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from ultron.clusters import views as cluster_views
+from ultron.clusters.schemas import ClusterDetail, ClusterSummary
 from ultron.companion.schemas import Brief, Dream, ReflectionRequest, ReflectionResult
 from ultron.db.models import Agent
 from ultron.hub import Hub
@@ -21,6 +23,14 @@ from ultron.memory.schemas import (
     SearchResult,
     UploadRequest,
     UploadResult,
+)
+from ultron.skills.schemas import (
+    EvolutionEntry,
+    SkillDetail,
+    SkillHit,
+    SkillStatusFilter,
+    SkillSummary,
+    SkillUploadResult,
 )
 from ultron.tenancy import Actor, ensure_tenant, local_actor
 
@@ -88,6 +98,41 @@ class LocalBackend:
     def import_history(self, kind: str, name: str, data: bytes, wait: bool) -> ImportStatus:
         status = self._run(lambda s, a: self.hub.ingestion.imports.start(s, a, kind, name, data))
         return self.hub.ingestion.imports.run(self.actor, status.id) if wait else status
+
+    def search_skills(self, query: str, limit: int) -> list[SkillHit]:
+        return self._run(lambda s, a: self.hub.skills.hits(s, a.tenant_id, query, limit))
+
+    def list_skills(self, status: SkillStatusFilter, limit: int, offset: int) -> list[SkillSummary]:
+        skills = self.hub.skills
+        return self._run(
+            lambda s, a: skills.list_skills(s, a.tenant_id, status=status, limit=limit, offset=offset)
+        )
+
+    def get_skill(self, slug: str, version: str | None) -> SkillDetail:
+        return self._run(lambda s, a: self.hub.skills.detail(s, a.tenant_id, slug, version))
+
+    def skill_md(self, slug: str, version: str | None) -> str:
+        skills = self.hub.skills
+        return self._run(lambda s, a: skills.skill_md(skills.latest(s, a.tenant_id, slug, version)))
+
+    def skill_folder(self, slug: str, version: str | None) -> dict[str, str]:
+        return self._run(lambda s, a: self.hub.skills.folder(s, a.tenant_id, slug, version))
+
+    def skill_history(self, slug: str, limit: int) -> list[EvolutionEntry]:
+        return self._run(lambda s, a: self.hub.skills.history(s, a.tenant_id, slug, limit))
+
+    def upload_skill(self, files: dict[str, str]) -> SkillUploadResult:
+        return self._run(lambda s, a: self.hub.skills.upload(s, a, files))
+
+    def list_clusters(self, limit: int, offset: int) -> list[ClusterSummary]:
+        settings = self.hub.settings
+        return self._run(lambda s, a: cluster_views.list_clusters(s, a, settings, limit=limit, offset=offset))
+
+    def get_cluster(self, cluster_id: UUID) -> ClusterDetail:
+        hub = self.hub
+        return self._run(
+            lambda s, a: cluster_views.cluster_detail(s, a, hub.settings, hub.skills, cluster_id)
+        )
 
     def close(self) -> None:
         if self._owns_hub:

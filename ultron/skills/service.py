@@ -8,8 +8,9 @@ also score strictly higher than the version it would replace. Failures back off 
 
 from __future__ import annotations
 
+import hashlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
@@ -20,11 +21,20 @@ from sqlalchemy.orm import Session
 
 from ultron.clusters.service import ClusterService
 from ultron.config import Settings
-from ultron.db.models import EvolutionRecord, KnowledgeCluster, Skill
+from ultron.db.models import EvolutionRecord, KnowledgeCluster, Skill, SkillFile
 from ultron.db.queries import q
 from ultron.errors import NotFound, ValidationFailed
-from ultron.skills import evolve
-from ultron.skills.format import FIRST, SkillDoc, Version, render, slugify
+from ultron.skills import bundle, evolve
+from ultron.skills.format import FIRST, SkillDoc, Version, parse, render, slugify
+from ultron.skills.schemas import (
+    EvolutionEntry,
+    SkillDetail,
+    SkillHit,
+    SkillStatusFilter,
+    SkillSummary,
+    SkillUploadResult,
+)
+from ultron.tenancy import Actor
 
 logger = logging.getLogger(__name__)
 
@@ -34,6 +44,8 @@ SAMPLE = 20  # members a synthesis or verification prompt sees at most
 BATCH = 10  # clusters per tenant per cycle
 BACKOFF_BASE = timedelta(minutes=5)
 BACKOFF_MAX = timedelta(days=1)
+# Advisory-lock namespace of skill uploads (first key of pg_advisory_xact_lock(int, int)).
+UPLOAD_LOCK_NAMESPACE = 0x554C0006
 
 
 def version_of(skill: Skill) -> Version:
@@ -52,6 +64,7 @@ class SkillService:
         ask = getattr(intelligence, "_ask", None)
         llm = bool(getattr(intelligence, "llm_available", False)) and ask is not None
         self.verify: Verifier = evolve.llm_verifier(ask) if llm else evolve.grounding
+        self.redactor: Any = None  # set by the hub: uploads and search queries are redacted
 
     # --- the worker step ---------------------------------------------------------------------------
 
@@ -151,7 +164,10 @@ class SkillService:
             version = FIRST
         else:
             version = version_of(current).bump_minor()
-        return self.save(session, tenant_id, slug, version, doc, score, cluster.id, cluster)
+        skill = self.save(session, tenant_id, slug, version, doc, score, cluster.id, cluster)
+        if current is not None:  # an uploaded skill's scripts and references stay with its next versions
+            self._store_files(session, skill, self.files(session, current))
+        return skill
 
     def _free_slug(self, session: Session, tenant_id: UUID, slug: str) -> str:
         base, n = slug, 1
@@ -225,18 +241,8 @@ class SkillService:
         return [str(Version(*r)) for r in rows]
 
     def search(self, session: Session, tenant_id: UUID, query: str, limit: int = 10) -> list[dict[str, Any]]:
-        vector = np.asarray(self.embedder.embed([query])[0], np.float32)
-        rows = session.execute(
-            q("search_skills"), {"tenant_id": tenant_id, "v": vector, "limit": limit}
-        ).all()
-        out = []
-        for r in rows:
-            item = dict(r._mapping)
-            item["version"] = str(
-                Version(item.pop("version_major"), item.pop("version_minor"), item.pop("version_patch"))
-            )
-            out.append(item)
-        return out
+        """Latest active skills nearest to a free-text query (validated, redacted, embedded as a query)."""
+        return self.find(session, tenant_id, query, limit)
 
     def skill_md(self, skill: Skill) -> str:
         metadata = {
@@ -245,6 +251,132 @@ class SkillService:
             "source_cluster": str(skill.source_cluster_id) if skill.source_cluster_id else None,
         }
         return render(SkillDoc(skill.name, skill.description, skill.body, metadata))
+
+    # --- the hub's API: catalogue, files, upload ----------------------------------------------------
+
+    def hits(self, session: Session, tenant_id: UUID, query: str, limit: int = 5) -> list[SkillHit]:
+        return [SkillHit.model_validate(h) for h in self.search(session, tenant_id, query, limit)]
+
+    def list_skills(
+        self,
+        session: Session,
+        tenant_id: UUID,
+        *,
+        status: SkillStatusFilter = "active",
+        limit: int = 50,
+        offset: int = 0,
+    ) -> list[SkillSummary]:
+        """The latest version of each slug, newest first."""
+        rows = session.execute(
+            q("list_skills"), {"tenant_id": tenant_id, "status": status, "limit": limit, "offset": offset}
+        ).all()
+        return [_summary(dict(r._mapping)) for r in rows]
+
+    def summary(self, skill: Skill) -> SkillSummary:
+        return _summary({c: getattr(skill, c) for c in _SUMMARY_COLUMNS})
+
+    def detail(self, session: Session, tenant_id: UUID, slug: str, version: str | None = None) -> SkillDetail:
+        skill = self.latest(session, tenant_id, slug, version)
+        paths = session.scalars(
+            select(SkillFile.path)
+            .where(SkillFile.skill_id == skill.id, SkillFile.tenant_id == tenant_id)
+            .order_by(SkillFile.path)
+        )
+        return SkillDetail(
+            **self.summary(skill).model_dump(),
+            versions=self.versions(session, tenant_id, slug),
+            body=skill.body,
+            files=list(paths),
+        )
+
+    def history(self, session: Session, tenant_id: UUID, slug: str, limit: int = 50) -> list[EvolutionEntry]:
+        """Evolution records of the skill and of the clusters it came from, newest first."""
+        self.latest(session, tenant_id, slug)  # NotFound for an unknown slug
+        rows = session.execute(q("skill_history"), {"tenant_id": tenant_id, "slug": slug, "limit": limit})
+        return [EvolutionEntry.model_validate(dict(r._mapping)) for r in rows]
+
+    def files(self, session: Session, skill: Skill) -> dict[str, str]:
+        """The files of one version besides SKILL.md."""
+        rows = session.execute(
+            select(SkillFile.path, SkillFile.content)
+            .where(SkillFile.skill_id == skill.id, SkillFile.tenant_id == skill.tenant_id)
+            .order_by(SkillFile.path)
+        )
+        return {r.path: r.content for r in rows}
+
+    def folder(
+        self, session: Session, tenant_id: UUID, slug: str, version: str | None = None
+    ) -> dict[str, str]:
+        """The whole skill folder of one version: SKILL.md (as skill_md renders it) and its files."""
+        skill = self.latest(session, tenant_id, slug, version)
+        return {bundle.SKILL_MD: self.skill_md(skill), **self.files(session, skill)}
+
+    def _store_files(self, session: Session, skill: Skill, files: Mapping[str, str]) -> None:
+        for path, content in files.items():
+            session.add(
+                SkillFile(
+                    tenant_id=skill.tenant_id,
+                    skill_id=skill.id,
+                    path=path,
+                    content=content,
+                    sha256=hashlib.sha256(content.encode("utf-8")).hexdigest(),
+                )
+            )
+        session.flush()
+
+    def upload(self, session: Session, actor: Actor, files: Mapping[str, str]) -> SkillUploadResult:
+        """Store an existing skill folder: a new slug starts at 1.0.0, a known one gets the next minor."""
+        files = bundle.check_files(files)
+        doc, extra, redacted = self._redact_upload(_uploaded_doc(files[bundle.SKILL_MD]), files)
+        slug = _upload_slug(doc)
+        session.execute(
+            q("lock_skill_slug"), {"ns": UPLOAD_LOCK_NAMESPACE, "tenant_id": actor.tenant_id, "slug": slug}
+        )
+        current = session.scalar(
+            select(Skill)
+            .where(Skill.tenant_id == actor.tenant_id, Skill.slug == slug)
+            .order_by(Skill.version_major.desc(), Skill.version_minor.desc(), Skill.version_patch.desc())
+            .limit(1)
+        )
+        version = version_of(current).bump_minor() if current is not None else FIRST
+        skill = self.save(session, actor.tenant_id, slug, version, doc, None, None)
+        self._store_files(session, skill, extra)
+        now = datetime.now(UTC)
+        session.add(
+            EvolutionRecord(
+                tenant_id=actor.tenant_id,
+                skill_slug=slug,
+                trigger="upload",
+                status="published",
+                old_version=str(version_of(current)) if current is not None else None,
+                old_score=current.score if current is not None else None,
+                new_version=str(version),
+                detail=f"uploaded by {actor.agent_name}: SKILL.md and {len(extra)} other files",
+                started_at=now,
+                finished_at=now,
+            )
+        )
+        session.flush()
+        return SkillUploadResult(
+            skill=self.detail(session, actor.tenant_id, slug, str(version)),
+            previous_version=str(version_of(current)) if current is not None else None,
+            redacted=redacted,
+        )
+
+    def _redact_upload(
+        self, doc: SkillDoc, files: Mapping[str, str]
+    ) -> tuple[SkillDoc, dict[str, str], dict[str, int]]:
+        """Redact the parsed SKILL.md field by field (a placeholder could break its YAML) and every file."""
+        extra = {p: c for p, c in files.items() if p != bundle.SKILL_MD}
+        if self.redactor is None:
+            return doc, extra, {}
+        fields = {"name": doc.name, "description": doc.description, "body": doc.body}
+        clean, counts = self.redactor.redact_fields({**fields, **{f"file:{p}": c for p, c in extra.items()}})
+        metadata, more = self.redactor.redact_json(doc.metadata)
+        for entity, n in more.items():
+            counts[entity] = counts.get(entity, 0) + n
+        out = SkillDoc(clean["name"] or "", clean["description"] or "", clean["body"] or "", metadata)
+        return out, {p: clean[f"file:{p}"] or "" for p in extra}, counts
 
     # --- for agents: the MCP tools and the brief ---------------------------------------------------
 
@@ -257,6 +389,7 @@ class SkillService:
         if not 1 <= limit <= FIND_MAX:
             raise ValidationFailed(f"limit must be between 1 and {FIND_MAX}")
         # The query goes to the embedding provider (maybe an external API): redact it like any text.
+        redactor = redactor if redactor is not None else self.redactor
         query = redactor.redact(query[:4000]).text if redactor is not None else query[:4000]
         vector = self.embedder.embed([query], kind="query")[0]
         return self.nearest(session, tenant_id, vector, limit)
@@ -277,6 +410,46 @@ class SkillService:
             )
             .limit(1)
         )
+
+
+_SUMMARY_COLUMNS = (
+    "slug",
+    "name",
+    "description",
+    "version_major",
+    "version_minor",
+    "version_patch",
+    "categories",
+    "score",
+    "status",
+    "source_cluster_id",
+    "created_at",
+)
+
+
+def _summary(row: dict[str, Any]) -> SkillSummary:
+    version = Version(row.pop("version_major"), row.pop("version_minor"), row.pop("version_patch"))
+    return SkillSummary.model_validate({**row, "version": str(version)})
+
+
+def _uploaded_doc(text: str) -> SkillDoc:
+    doc = parse(text)
+    categories = doc.metadata.get("categories") or []
+    if isinstance(categories, str):
+        categories = [categories]
+    if not isinstance(categories, list) or not all(isinstance(c, str | int | float) for c in categories):
+        raise ValidationFailed("SKILL.md metadata.categories must be a list of strings")
+    metadata = {**doc.metadata, "categories": [str(c) for c in categories]}
+    return SkillDoc(doc.name, doc.description, doc.body, metadata)
+
+
+def _upload_slug(doc: SkillDoc) -> str:
+    given = doc.metadata.get("slug")
+    if given is not None and not isinstance(given, str):
+        raise ValidationFailed("SKILL.md metadata.slug must be a string")
+    if not doc.name.strip():
+        raise ValidationFailed("SKILL.md name is empty after redaction")
+    return slugify(given or doc.name)
 
 
 FIND_MAX = 50  # most skills one find() returns
