@@ -284,3 +284,29 @@ def test_http_mcp_needs_a_valid_key(hub, keys):
         wrong = httpx.post(f"{url}/mcp", json=body, headers={**headers, "Authorization": "Bearer ult_nope"})
     assert missing.status_code == 401 and missing.json()["error"] == "unauthorized"
     assert wrong.status_code == 401 and "unknown API key" in wrong.json()["detail"]
+
+
+def test_skill_tools_against_a_remote_hub_match_the_in_process_ones(hub, keys, slugs):
+    """`ultron mcp --url`: the skill tools go through the SDK's HTTP backend and answer like the hub."""
+    from ultron.errors import NotFound, ValidationFailed
+    from ultron.mcp.skills import HubSkills, RemoteSkills, skills_of
+    from ultron.sdk import Ultron
+
+    with serve(create_app(hub, allow_open=False)) as url:
+        client = Ultron(url, api_key=keys["alice"])
+        try:
+            remote = skills_of(client._backend)
+            assert isinstance(remote, RemoteSkills)
+            with hub.db.session() as s:
+                local = HubSkills(hub, local_actor(s))
+            found = remote.search_skills(DOCKER_TASK, 3)
+            assert found == local.search_skills(DOCKER_TASK, 3) and found[0]["slug"] == slugs["docker"]
+            got = remote.get_skill(slugs["docker"], None)
+            want = local.get_skill(slugs["docker"], None)
+            assert got == want and got["skill_md"].startswith("---\nname:")
+            with pytest.raises(NotFound):
+                remote.get_skill("no-such-skill", None)
+            with pytest.raises(ValidationFailed):
+                remote.get_skill(slugs["docker"], "1.x")
+        finally:
+            client.close()

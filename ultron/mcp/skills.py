@@ -54,7 +54,47 @@ class HubSkills:
             }
 
 
-def skills_of(backend: Any) -> HubSkills | None:
-    """Skill tools for a backend that holds the hub (in-process SDK backend, or the hub's /mcp)."""
+class RemoteSkills:
+    """The same two tools against a remote hub, through the SDK's HTTP backend (`ultron mcp --url`)."""
+
+    def __init__(self, backend: Any):
+        self.backend = backend
+
+    def search_skills(self, query: str, limit: int) -> list[dict[str, Any]]:
+        if not query.strip():
+            raise ValidationFailed("query must not be empty")
+        hits = self.backend.search_skills(query, limit)
+        return [
+            {
+                **{k: getattr(hit, k) for k in SEARCH_FIELDS},
+                "similarity": round(float(hit.similarity), 4),
+            }
+            for hit in hits
+        ]
+
+    def get_skill(self, slug: str, version: str | None) -> dict[str, Any]:
+        slug = slug.strip()
+        if not slug or len(slug) > SLUG_INPUT_MAX:
+            raise ValidationFailed(f"slug must be 1-{SLUG_INPUT_MAX} characters")
+        detail = self.backend.get_skill(slug, version)
+        return {
+            "slug": detail.slug,
+            "name": detail.name,
+            "description": detail.description,
+            "version": detail.version,
+            "latest_version": detail.versions[0],
+            "versions": detail.versions,
+            "status": detail.status,
+            "superseded_by": None,  # the HTTP API does not name a successor
+            "skill_md": self.backend.skill_md(slug, detail.version),
+        }
+
+
+def skills_of(backend: Any) -> HubSkills | RemoteSkills | None:
+    """Skill tools for a backend: in-process when it holds the hub, else through its HTTP skill methods."""
     hub, actor = getattr(backend, "hub", None), getattr(backend, "actor", None)
-    return HubSkills(hub, actor) if hub is not None and actor is not None else None
+    if hub is not None and actor is not None:
+        return HubSkills(hub, actor)
+    if hasattr(backend, "skill_md") and hasattr(backend, "search_skills"):
+        return RemoteSkills(backend)
+    return None

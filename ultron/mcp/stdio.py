@@ -17,8 +17,8 @@ def serve_stdio(client: Any) -> None:
     server = build_server(
         lambda ctx: backend,
         ingest=hasattr(backend, "ingest_text"),
-        # In-process the skill tools read the hub directly; against a remote hub (--url) they need the
-        # SDK's HTTP backend to speak skills, which it does not yet: then they are left out.
+        # In-process the skill tools read the hub directly; against a remote hub (--url) they go through
+        # the SDK's HTTP backend.
         skills=skills_of(backend) is not None,
         log_level="WARNING",
     )
