@@ -166,28 +166,36 @@ LIMIT :limit
 -- ceil(n x hot%) are HOT, the next ceil(n x warm%) WARM, the rest COLD -- the seed's rounding, so any
 -- non-empty share holds at least one memory. COLD memories unused (last hit, else creation) for longer
 -- than ttl_days are archived, pinned ones never. Only rows whose tier or status changes are written.
-WITH ranked AS (
+-- Shape, for a million rows: one scan and one sort feed the ranking, which streams (n comes from its
+-- own count, not a whole-partition window); only the changed rows (a few % per cycle) are kept, and
+-- they are updated through the primary key (= ANY of their ids), never by hashing the whole table.
+WITH counted AS (
+    SELECT count(*) AS n FROM memories WHERE tenant_id = :tenant_id AND status = 'active'
+), shares AS (
+    SELECT c.n,
+           ceil(c.n * CAST(:hot_pct AS numeric) / 100) AS hot_n,
+           ceil(c.n * CAST(:warm_pct AS numeric) / 100) AS warm_n
+    FROM counted c
+), ranked AS (
     SELECT m.id, m.tier, m.pinned, coalesce(m.last_hit_at, m.created_at) AS last_used,
-           row_number() OVER (ORDER BY m.hit_count DESC, m.last_hit_at DESC NULLS LAST, m.id) AS rn,
-           count(*) OVER () AS n
+           row_number() OVER (ORDER BY m.hit_count DESC, m.last_hit_at DESC NULLS LAST, m.id) AS rn
     FROM memories m
     WHERE m.tenant_id = :tenant_id AND m.status = 'active'
 ), decided AS (
     SELECT r.id, r.tier AS old_tier, r.pinned, r.last_used,
-           CASE WHEN r.rn <= ceil(r.n * CAST(:hot_pct AS numeric) / 100) THEN 'hot'
-                WHEN r.rn <= ceil(r.n * CAST(:hot_pct AS numeric) / 100)
-                           + ceil(r.n * CAST(:warm_pct AS numeric) / 100) THEN 'warm'
+           CASE WHEN r.rn <= s.hot_n THEN 'hot'
+                WHEN r.rn <= s.hot_n + s.warm_n THEN 'warm'
                 ELSE 'cold'
            END AS new_tier
-    FROM ranked r
-), final AS (
-    SELECT d.*,
+    FROM ranked r CROSS JOIN shares s
+), todo AS MATERIALIZED (
+    SELECT d.id, d.old_tier, d.new_tier,
            (d.new_tier = 'cold' AND NOT d.pinned AND :ttl_days > 0
             AND d.last_used < now() - make_interval(days => :ttl_days)) AS expire
     FROM decided d
-), todo AS (
-    -- Only the rows that change reach the UPDATE (a few % per cycle): fetched by primary key.
-    SELECT * FROM final WHERE new_tier <> old_tier OR expire
+    WHERE d.new_tier <> d.old_tier
+       OR (d.new_tier = 'cold' AND NOT d.pinned AND :ttl_days > 0
+           AND d.last_used < now() - make_interval(days => :ttl_days))
 ), changed AS (
     UPDATE memories m
     SET tier = f.new_tier,
@@ -196,15 +204,17 @@ WITH ranked AS (
         archived_reason = CASE WHEN f.expire THEN 'cold_ttl' ELSE m.archived_reason END
     FROM todo f
     WHERE m.id = f.id AND m.tenant_id = :tenant_id
+      AND m.id = ANY (ARRAY(SELECT id FROM todo))
     RETURNING f.old_tier, f.new_tier, f.expire
 )
-SELECT (SELECT count(*) FROM final) AS ranked,
-       (SELECT count(*) FROM final WHERE new_tier = 'hot') AS hot,
-       (SELECT count(*) FROM final WHERE new_tier = 'warm') AS warm,
-       (SELECT count(*) FROM final WHERE new_tier = 'cold') AS cold,
+SELECT s.n AS ranked,
+       least(s.n, s.hot_n) AS hot,
+       least(s.n - least(s.n, s.hot_n), s.warm_n) AS warm,
+       s.n - least(s.n, s.hot_n) - least(s.n - least(s.n, s.hot_n), s.warm_n) AS cold,
        (SELECT count(*) FROM changed WHERE old_tier <> new_tier) AS moved,
        (SELECT count(*) FROM changed WHERE new_tier = 'hot' AND old_tier <> 'hot') AS newly_hot,
        (SELECT count(*) FROM changed WHERE expire) AS archived
+FROM shares s
 
 -- name: consolidation_candidates
 -- One keyset page of active memories, each with its nearest active neighbour of the same type and

@@ -23,10 +23,6 @@ def tenant_ids(session: Session) -> list[UUID]:
 def rebalance_tenant(session: Session, settings: Settings, tenant_id: UUID) -> dict[str, int]:
     """Re-tier one tenant's active memories and archive its expired COLD ones; returns the counts."""
     session.execute(text(f"SET LOCAL work_mem = '{REBALANCE_WORK_MEM}'"))
-    # With stale statistics (right after a bulk load) the planner may drive the UPDATE from a seq scan
-    # and rescan the materialized CTE per row: minutes instead of seconds at 1M. A hash join is right
-    # at every size here.
-    session.execute(text("SET LOCAL enable_nestloop = off"))
     row = session.execute(
         q("rebalance_tiers"),
         {
