@@ -151,8 +151,10 @@ function route() {
   if (view !== state.view) {
     state.view = view; state.page = name;
     closeDrawer(false);
-    const main = document.getElementById("main");
-    main.replaceChildren(h("div", { class: "loading" }, "Loading…"));
+    // Each view draws into its own box: a slow page that answers after the user moved on draws into a
+    // box that is no longer on the page, instead of over the page now shown.
+    const main = h("div", { class: "view" }, h("div", { class: "loading" }, "Loading…"));
+    document.getElementById("main").replaceChildren(main);
     PAGES[name](main, arg).catch((e) => main.replaceChildren(h("div", { class: "card error" }, `Could not load: ${e.message}`)));
     return;
   }
@@ -534,6 +536,7 @@ const CLUSTER_LABELS = 12;  // the largest drawn clusters are labelled; the othe
 
 async function pageMap(main, clusterId) {
   const data = await api(`/api/dashboard/map?per_tier=300${state.mapStale ? "&fresh=true" : ""}`);
+  if (!main.isConnected) return;  // the user moved on; state.mapClusters belongs to the page shown
   state.mapStale = false;
   const W = 900, C = W / 2, rings = { hot: [36, 140], warm: [152, 280], cold: [292, 400] };
   const svg = s("svg", { id: "map-svg", viewBox: `-90 -10 ${W + 180} ${W + 20}`, "data-testid": "map-svg" });
@@ -729,8 +732,14 @@ async function pageSkills(main, slug) {
     return;
   }
   const active = data.items.filter((x) => x.status === "active").length;
+  const filter = h("input", { type: "search", placeholder: "Filter skills by name, slug or description…", "data-testid": "skills-filter" });
+  filter.addEventListener("input", () => {
+    const words = filter.value.toLowerCase().split(/\s+/).filter(Boolean);
+    for (const tr of main.querySelectorAll("tr[data-slug]")) tr.hidden = !words.every((w) => tr.textContent.toLowerCase().includes(w));
+  });
   main.replaceChildren(
     head("Skills", `${fmt(active)} active of ${fmt(data.items.length)} · crystallized from clusters of ${fmt(n)}+ memories, revised after ${fmt(data.recrystallization_delta)} more`),
+    data.items.length > 10 ? h("div", { class: "toolbar" }, filter) : null,
     h("div", { class: "card table-card" },
       h("table", { "data-testid": "skills-table" },
         h("thead", {}, h("tr", {}, ["Skill", "Version", "Status", "Score", "Members", "Updated"].map((c, i) =>
