@@ -679,7 +679,9 @@ function clusterCard(data, drawn, toggle) {
 }
 
 function openClusterById(id) {
-  if (state.page === "map" && state.mapClusters && state.mapClusters[id]) openCluster(id);
+  if (state.page !== "map" || !state.mapClusters) return;
+  if (state.mapClusters[id]) openCluster(id);
+  else toast("None of this cluster's memories is among the most used ones this map shows.");
 }
 
 function openCluster(id) {
