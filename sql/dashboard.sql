@@ -45,14 +45,64 @@ WITH v AS MATERIALIZED (
     ) top
 )
 SELECT 'node' AS kind, r.id, r.tier, r.memory_type, r.hit_count AS hits, r.pinned,
-       left(m.summary_l0, 160) AS label, m.scope, 1::bigint AS memories
+       left(m.summary_l0, 160) AS label, m.scope, 1::bigint AS memories, cm.cluster_id
 FROM ranked r
 JOIN memories m ON m.id = r.id
+-- A primary-key probe per sampled memory: the sample's clusters cost the same at any table size.
+LEFT JOIN cluster_members cm ON cm.memory_id = r.id
 UNION ALL
-SELECT 'total', NULL, v.tier, v.memory_type, coalesce(sum(v.hit_count), 0), NULL, NULL, NULL, count(*)
+SELECT 'total', NULL, v.tier, v.memory_type, coalesce(sum(v.hit_count), 0), NULL, NULL, NULL, count(*),
+       NULL
 FROM v
 GROUP BY v.tier, v.memory_type
 ORDER BY 1, 3, 4, 5 DESC, 2
+
+-- name: map_clusters
+-- The clusters of the map's sampled memories (:ids), largest first, with :min_members or more members,
+-- each with its skill's latest version. Bounded by the sample, not by the number of memories.
+SELECT c.id, c.topic, c.member_count, c.skill_slug, sk.name AS skill_name,
+       sk.version_major, sk.version_minor, sk.version_patch
+FROM knowledge_clusters c
+LEFT JOIN LATERAL (
+    SELECT s.name, s.version_major, s.version_minor, s.version_patch
+    FROM skills s
+    WHERE s.tenant_id = c.tenant_id AND s.slug = c.skill_slug
+    ORDER BY s.version_major DESC, s.version_minor DESC, s.version_patch DESC
+    LIMIT 1
+) sk ON true
+WHERE c.tenant_id = :tenant_id AND c.id = ANY(CAST(:ids AS uuid[])) AND c.member_count >= :min_members
+ORDER BY c.member_count DESC, c.id
+LIMIT :limit
+
+-- name: cluster_counts
+-- How many non-empty clusters the tenant has, how many reach :min_members, how many have a skill, and
+-- the largest without one (the Skills page's empty state says how far it is from crystallizing).
+SELECT count(*) AS clusters,
+       count(*) FILTER (WHERE c.member_count >= :min_members) AS shown_min,
+       count(c.skill_slug) AS with_skill,
+       coalesce(max(c.member_count) FILTER (WHERE c.skill_slug IS NULL), 0) AS largest_without_skill
+FROM knowledge_clusters c
+WHERE c.tenant_id = :tenant_id AND c.member_count > 0
+
+-- name: dashboard_skills
+-- The latest version of each of the tenant's skills, with how many versions it has, when its first was
+-- published, and its source cluster's topic and size; active skills first, most recently updated first.
+SELECT l.slug, l.name, l.description, l.status, l.version_major, l.version_minor, l.version_patch,
+       l.score, l.versions, l.first_at AS created_at, l.created_at AS updated_at,
+       l.source_cluster_id AS cluster_id, c.topic AS cluster_topic, c.member_count AS cluster_size
+FROM (
+    SELECT DISTINCT ON (s.slug)
+           s.slug, s.name, s.description, s.status, s.version_major, s.version_minor, s.version_patch,
+           s.score, s.created_at, s.source_cluster_id,
+           count(*) OVER w AS versions, min(s.created_at) OVER w AS first_at
+    FROM skills s
+    WHERE s.tenant_id = :tenant_id
+    WINDOW w AS (PARTITION BY s.slug)
+    ORDER BY s.slug, s.version_major DESC, s.version_minor DESC, s.version_patch DESC
+) l
+LEFT JOIN knowledge_clusters c ON c.id = l.source_cluster_id AND c.tenant_id = :tenant_id
+ORDER BY l.status = 'active' DESC, l.created_at DESC, l.slug
+LIMIT :limit
 
 -- name: memory_counts
 -- The overview's counts in one scan: memories per (tier, type, status, scope, pinned) combination -- a

@@ -73,11 +73,14 @@ EXPECTED_QUERIES |= {
     "prune_runs",
 }
 
-# The dashboard's aggregates and map sample (sql/dashboard.sql).
+# The dashboard's aggregates, map sample, map clusters and skill list (sql/dashboard.sql).
 EXPECTED_QUERIES |= {
     "activity_by_day",
     "memory_hit_days",
     "map_sample",
+    "map_clusters",
+    "cluster_counts",
+    "dashboard_skills",
     "memory_counts",
     "worker_runs_recent",
     "worker_runs_by_status",

@@ -7,12 +7,23 @@ from typing import Any
 
 import pytest
 
-from ultron.web.demo import DemoData, seed_demo
+from ultron.tenancy import authenticate
+from ultron.web.demo import DEMO_AGENTS, DemoData, seed_demo, seed_skills
 
 
 @pytest.fixture()
 def demo(hub) -> DemoData:  # type: ignore[no-untyped-def]
     return seed_demo(hub)
+
+
+@pytest.fixture()
+def skilled(hub, demo) -> DemoData:  # type: ignore[no-untyped-def]
+    """The demo plus three published skills; the docker one recrystallized to 1.1.0."""
+    with hub.db.session() as s:
+        actors = [authenticate(s, demo.keys[name]) for name in DEMO_AGENTS]
+    outcome = seed_skills(hub, actors)
+    assert outcome.get("published") == 1, outcome
+    return demo
 
 
 @pytest.fixture()

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from sqlalchemy import select
 
-from ultron.db.models import Memory
+from ultron.db.models import ImportJob, Memory
 from ultron.memory.schemas import UploadRequest
-from ultron.tenancy import local_actor
+from ultron.skills.format import SkillDoc, Version
+from ultron.tenancy import authenticate, local_actor
 from ultron.web.demo import DEMO_MEMORIES
 from ultron.web.screenshots import VIEWPORT, chromium_path, launch
 
@@ -111,7 +113,9 @@ def test_every_page_shows_the_hubs_data(page, live_hub, demo):
     assert "env" in page.text_content("#drawer [data-testid=memory-title]")
 
     page.click("#nav a[data-page=skills]")
-    page.wait_for_selector("[data-testid=skills-empty], .page-head:has-text('Skills') + .card")
+    # The demo's memories are too spread out for any cluster to reach the crystallization threshold.
+    page.wait_for_selector("[data-testid=skills-empty]")
+    assert "reaches 5 members" in page.text_content("[data-testid=skills-empty]")
     page.click("#nav a[data-page=trajectories]")
     page.wait_for_selector(".page-head h1:has-text('Trajectories')")
     page.click("#nav a[data-page=settings]")
@@ -224,3 +228,182 @@ def test_import_a_file_and_watch_its_progress(page, live_hub, demo):
     page.click("[data-testid=import-review]")
     page.wait_for_selector("[data-testid=import-review-items] tr")
     assert page.locator("[data-testid=import-review-items] tr").count() == 2
+
+
+def _features(url: str, key: str) -> dict[str, bool]:
+    import httpx
+
+    return httpx.get(f"{url}/api/dashboard/features", headers={"Authorization": f"Bearer {key}"}).json()
+
+
+def test_pause_and_resume_an_import_from_the_page(page, live_hub, hub, demo):
+    key = demo.keys["claude-code"]
+    if not _features(live_hub, key)["imports"]:
+        pytest.skip("this hub has no import endpoints yet")
+    # Queued by the service but not run: it stays at 0 of 2 until someone advances it, so the page has
+    # time to pause it. Resuming through the page starts the runner, as POST /imports/{id}/resume does.
+    with hub.db.session() as s:
+        job = hub.ingestion.imports.start(
+            s, authenticate(s, key), "text", "slow-chats.txt", CHAT_EXPORT.encode()
+        )
+    row = f"[data-testid=import-jobs] tr[data-job='{job.id}']"
+    _sign_in(page, live_hub, key)
+    page.click("#nav a[data-page=trajectories]")
+    page.wait_for_selector(f"{row} [data-testid=import-progress][data-status=running]")
+    assert "0 of 2 conversations · running" in page.text_content(f"{row} [data-testid=import-progress]")
+    assert page.locator(f"{row} [data-testid=import-resume]").count() == 0
+
+    page.click(f"{row} [data-testid=import-pause]")
+    page.wait_for_selector(f"{row} [data-testid=import-progress][data-status=paused]")
+    assert "0 of 2 conversations · paused" in page.text_content(f"{row} [data-testid=import-progress]")
+    assert page.locator(f"{row} [data-testid=import-pause]").count() == 0
+    with hub.db.session() as s:
+        assert s.get(ImportJob, job.id).status == "paused"
+
+    page.click(f"{row} [data-testid=import-resume]")
+    page.wait_for_selector(f"{row} [data-testid=import-progress][data-status=done]", timeout=30_000)
+    progress = page.locator(f"{row} [data-testid=import-progress]")
+    assert progress.get_attribute("data-progress") == "100"
+    assert "2 of 2 conversations · done" in progress.text_content()
+    assert page.locator(f"{row} [data-testid=import-pause], {row} [data-testid=import-resume]").count() == 0
+    with hub.db.session() as s:
+        assert s.get(ImportJob, job.id).status == "done"
+
+
+def _skill(hub, slug: str, version: str | None = None):  # type: ignore[no-untyped-def]
+    with hub.db.session() as s:
+        skill = hub.skills.latest(s, local_actor(s).tenant_id, slug, version)
+        return skill, hub.skills.skill_md(skill)
+
+
+def test_skills_page_shows_a_skill_its_versions_history_and_download(page, live_hub, hub, skilled):
+    _sign_in(page, live_hub, skilled.keys["cursor-agent"])
+    page.click("#nav a[data-page=skills]")
+    page.wait_for_selector("[data-testid=skills-table] tr[data-slug]")
+    rows = page.locator("[data-testid=skills-table] tr[data-slug]")
+    slugs = [rows.nth(i).get_attribute("data-slug") for i in range(rows.count())]
+    assert len(slugs) == 3
+    docker = next(slug for slug in slugs if "docker" in slug)
+    latest, latest_md = _skill(hub, docker)
+    docker_row = f"[data-testid=skills-table] tr[data-slug='{docker}']"
+    assert latest.name in page.text_content(docker_row) and "v1.1.0" in page.text_content(docker_row)
+
+    page.click(docker_row)
+    page.wait_for_selector("[data-testid=skill-md][data-version='1.1.0'] h2")
+    assert page.text_content("[data-testid=skill-name]") == latest.name
+    md = "[data-testid=skill-md]"
+    assert page.locator(f"{md} h1").all_text_contents() == [latest.name]
+    assert page.locator(f"{md} h2").all_text_contents() == [
+        "When to use",
+        "Steps",
+        "Edge cases and fallbacks",
+    ]
+    assert page.locator(f"{md} ol > li").count() == 7  # one per distinct resolution of the 8 members
+    assert page.locator(f"{md} .cite").count() > 7 and "##" not in page.text_content(md)
+    assert "version: 1.1.0" in page.text_content("[data-testid=skill-front-matter]")
+    history = page.locator("[data-testid=skill-history] tr[data-record]")
+    assert history.count() == 2
+    assert history.nth(0).get_attribute("data-status") == "published"
+    assert (
+        "recrystallize" in history.nth(0).text_content() and "1.0.0 → 1.1.0" in history.nth(0).text_content()
+    )
+    assert "0.90 → 1.00" in history.nth(0).text_content()
+    assert "crystallize" in history.nth(1).text_content() and "1.0.0" in history.nth(1).text_content()
+
+    with page.expect_download() as download:
+        page.click("[data-testid=skill-download]")
+    assert download.value.suggested_filename == "SKILL.md"
+    assert Path(download.value.path()).read_text(encoding="utf-8") == latest_md
+
+    page.select_option("[data-testid=skill-version]", "1.0.0")
+    page.wait_for_selector(f"{md}[data-version='1.0.0'] h2")
+    older, older_md = _skill(hub, docker, "1.0.0")
+    assert "version: 1.0.0" in page.text_content("[data-testid=skill-front-matter]")
+    assert page.locator(f"{md} ol > li").count() == 4  # two of its five members shared a fix
+    assert "latest is v1.1.0" in page.text_content(".page-head")
+    with page.expect_download() as download:
+        page.click("[data-testid=skill-download]")
+    assert Path(download.value.path()).read_text(encoding="utf-8") == older_md != latest_md
+    page.click("[data-testid=skill-versions] [data-version='1.1.0']")
+    page.wait_for_selector(f"{md}[data-version='1.1.0']")
+    page.click("[data-testid=skills-back]")
+    page.wait_for_selector("[data-testid=skills-table]")
+
+
+def test_skill_md_is_rendered_as_text_never_as_html(page, live_hub, hub, skilled):
+    body = "\n".join(
+        [
+            "# Hostile <b>skill</b>",
+            "",
+            "Text with <img src=x onerror=alert(1)> and <script>alert(2)</script> in it.",
+            "Some **bold**, some *italic*, some `inline <code>` and a [doc link](https://example.com/docs).",
+            "A [bad link](javascript:alert%283%29) and snake_case_words stay as they are.",
+            "",
+            "## Steps",
+            "",
+            "1. first",
+            "   - nested <i>point</i>",
+            "2. second",
+            "",
+            "```bash",
+            "echo '<script>alert(4)</script>'",
+            "```",
+        ]
+    )
+    with hub.db.session() as s:
+        tenant = local_actor(s).tenant_id
+        doc = SkillDoc("Hostile skill", "a <b>description</b>", body, {"categories": ["test"]})
+        hub.skills.save(s, tenant, "hostile-skill", Version(1, 0, 0), doc, 0.5, None)
+    _sign_in(page, live_hub, skilled.keys["claude-code"])
+    page.goto(f"{live_hub}/dashboard#/skills/hostile-skill")
+    md = "[data-testid=skill-md]"
+    page.wait_for_selector(f"{md} h2")
+    assert page.locator(f"{md} img, {md} script, {md} b, {md} i").count() == 0
+    assert page.text_content(f"{md} h1") == "Hostile <b>skill</b>"
+    text = page.text_content(md)
+    assert "<img src=x onerror=alert(1)>" in text and "<script>alert(2)</script>" in text
+    assert page.text_content(f"{md} strong") == "bold" and page.text_content(f"{md} em") == "italic"
+    assert page.text_content(f"{md} p code") == "inline <code>"
+    assert page.get_attribute(f"{md} a", "href") == "https://example.com/docs"
+    assert page.locator(f"{md} a").count() == 1 and "bad link (javascript:alert%283%29)" in text
+    assert "snake_case_words" in text
+    assert page.text_content(f"{md} ol > li > ul > li") == "nested <i>point</i>"
+    assert page.text_content(f"{md} pre code") == "echo '<script>alert(4)</script>'"
+    assert page.locator("[data-testid=skill-history]").count() == 0  # saved directly: no records
+    assert "not crystallized" in page.text_content(".table-card")
+
+
+def test_the_map_draws_clusters_and_links_their_skill(page, live_hub, skilled):
+    import httpx
+
+    key = skilled.keys["claude-code"]
+    data = httpx.get(f"{live_hub}/api/dashboard/map", headers={"Authorization": f"Bearer {key}"}).json()
+    docker = next(c for c in data["clusters"] if c["skill_slug"] and "docker" in c["skill_slug"])
+    members = [n for n in data["nodes"] if n["cluster_id"] == docker["id"]]
+    _sign_in(page, live_hub, key)
+    page.click("#nav a[data-page=map]")
+    page.wait_for_selector("[data-testid=map-svg] [data-testid=map-cluster]")
+    drawn = sum(1 for c in data["clusters"] if sum(n["cluster_id"] == c["id"] for n in data["nodes"]) >= 2)
+    assert page.locator("[data-testid=map-cluster]").count() == drawn >= 3
+    labels = page.locator("[data-testid=map-cluster-label]").all_text_contents()
+    assert f"◆ {docker['topic']}" in labels
+    assert (
+        page.locator(f"[data-testid=map-clusters] .cluster-row[data-cluster='{docker['id']}']").count() == 1
+    )
+
+    page.click(f"[data-testid=map-cluster][data-cluster='{docker['id']}']")
+    page.wait_for_selector("#drawer [data-testid=cluster-panel]")
+    assert page.text_content("#drawer [data-testid=cluster-topic]") == docker["topic"]
+    assert page.text_content("#drawer [data-testid=cluster-size]") == str(docker["member_count"])
+    assert page.locator("#drawer [data-testid=cluster-members] tr[data-id]").count() == len(members)
+    assert page.evaluate("location.hash") == f"#/map/{docker['id']}"
+    page.click("#drawer [data-testid=cluster-skill]")
+    page.wait_for_selector("[data-testid=skill-md] h2")
+    assert page.text_content("[data-testid=skill-name]") == docker["skill_name"]
+    assert page.is_hidden("#drawer")
+
+    page.goto(f"{live_hub}/dashboard#/map/{docker['id']}")  # a link to a cluster opens its panel
+    page.wait_for_selector("#drawer [data-testid=cluster-panel]")
+    page.keyboard.press("Escape")
+    page.uncheck("[data-testid=map-clusters-toggle]")
+    assert page.is_hidden("[data-testid=map-cluster] >> nth=0")

@@ -26,6 +26,9 @@ from ultron.tenancy import Actor
 Sort = Literal["created", "updated", "hits"]
 MAX_PAGE = 200
 MAX_MAP_PER_TIER = 2000
+MAX_MAP_CLUSTERS = 500
+# A cluster is drawn when it links memories: a singleton is just a dot.
+MAP_CLUSTER_MIN_MEMBERS = 2
 COUNT_CAP = 10_000
 
 
@@ -93,6 +96,18 @@ class MapNode(BaseModel):
     pinned: bool
     label: str
     scope: Scope
+    cluster_id: UUID | None = Field(None, description="the knowledge cluster this memory belongs to")
+
+
+class MapCluster(BaseModel):
+    """A knowledge cluster with members among the map's sample."""
+
+    id: UUID
+    topic: str
+    member_count: int = Field(..., description="all its members, not only the sampled ones")
+    skill_slug: str | None
+    skill_name: str | None
+    skill_version: str | None
 
 
 class MapCell(BaseModel):
@@ -106,6 +121,10 @@ class MemoryMap(BaseModel):
     nodes: list[MapNode]
     totals: list[MapCell]
     sampled: bool = Field(..., description="true when the nodes are a sample of the totals")
+    clusters: list[MapCluster] = Field(
+        default_factory=list, description="clusters of the sampled memories with 2+ members, largest first"
+    )
+    clusters_total: int = Field(0, description="the tenant's clusters with 2+ members")
 
 
 class ActivityDay(BaseModel):
@@ -266,10 +285,13 @@ def _actor_params(actor: Actor) -> dict[str, Any]:
     return {"tenant_id": actor.tenant_id, "agent_id": actor.agent_id, "groups": list(actor.groups)}
 
 
-def memory_map(session: Session, actor: Actor, *, per_tier: int = 400) -> MemoryMap:
-    """The most used memories of each tier, and the per tier/type totals they stand for (one scan)."""
+def memory_map(session: Session, actor: Actor, *, per_tier: int = 400, max_clusters: int = 100) -> MemoryMap:
+    """The most used memories of each tier, the per tier/type totals they stand for (one scan), and the
+    knowledge clusters those memories belong to."""
     if not 1 <= per_tier <= MAX_MAP_PER_TIER:
         raise ValidationFailed(f"per_tier must be between 1 and {MAX_MAP_PER_TIER}")
+    if not 0 <= max_clusters <= MAX_MAP_CLUSTERS:
+        raise ValidationFailed(f"max_clusters must be between 0 and {MAX_MAP_CLUSTERS}")
     nodes: list[MapNode] = []
     totals: list[MapCell] = []
     for r in session.execute(q("map_sample"), {**_actor_params(actor), "per_tier": per_tier}):
@@ -283,11 +305,49 @@ def memory_map(session: Session, actor: Actor, *, per_tier: int = 400) -> Memory
                     pinned=r.pinned,
                     label=r.label,
                     scope=r.scope,
+                    cluster_id=r.cluster_id,
                 )
             )
         else:
             totals.append(MapCell(tier=r.tier, memory_type=r.memory_type, memories=r.memories, hits=r.hits))
-    return MemoryMap(nodes=nodes, totals=totals, sampled=sum(t.memories for t in totals) > len(nodes))
+    clusters, clusters_total = map_clusters(session, actor, nodes, max_clusters)
+    return MemoryMap(
+        nodes=nodes,
+        totals=totals,
+        sampled=sum(t.memories for t in totals) > len(nodes),
+        clusters=clusters,
+        clusters_total=clusters_total,
+    )
+
+
+def map_clusters(
+    session: Session, actor: Actor, nodes: list[MapNode], limit: int
+) -> tuple[list[MapCluster], int]:
+    """The clusters of the sampled memories (largest first, at most `limit`), and the tenant's count."""
+    ids = sorted({str(n.cluster_id) for n in nodes if n.cluster_id is not None})
+    counts = session.execute(
+        q("cluster_counts"), {"tenant_id": actor.tenant_id, "min_members": MAP_CLUSTER_MIN_MEMBERS}
+    ).one()
+    if not ids or not limit:
+        return [], int(counts.shown_min)
+    rows = session.execute(
+        q("map_clusters"),
+        {"tenant_id": actor.tenant_id, "ids": ids, "min_members": MAP_CLUSTER_MIN_MEMBERS, "limit": limit},
+    )
+    clusters = [
+        MapCluster(
+            id=r.id,
+            topic=r.topic,
+            member_count=r.member_count,
+            skill_slug=r.skill_slug,
+            skill_name=r.skill_name,
+            skill_version=(
+                f"{r.version_major}.{r.version_minor}.{r.version_patch}" if r.skill_name is not None else None
+            ),
+        )
+        for r in rows
+    ]
+    return clusters, int(counts.shown_min)
 
 
 def memory_stats(session: Session, actor: Actor) -> tuple[MemoryStats, int]:

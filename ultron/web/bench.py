@@ -1,7 +1,8 @@
 """`ultron dashboard-bench`: API and page-load times of the dashboard at a given number of memories.
 
 A throw-away hub on a fresh embedded database is bulk-filled (ultron/bench.py's COPY loader), its tiers
-and hit counts spread as a used hub's are (10 % hot, 40 % warm, the rest cold; Zipf-like hits), then:
+and hit counts spread as a used hub's are (10 % hot, 40 % warm, the rest cold; Zipf-like hits), its
+memories put into heavy-tailed knowledge clusters with skills on the largest, then:
 API timings are taken over HTTP on loopback (median and p95 of `--repeat` calls), and page loads in
 headless Chromium, from navigation until the page's data is drawn.
 """
@@ -27,16 +28,25 @@ API_CASES = (
     ("list, most used first", "/api/dashboard/memories?limit=50&sort=hits"),
     ("list, type + tier filter", "/api/dashboard/memories?limit=50&type=error&tier=hot"),
     ("list, text filter", "/api/dashboard/memories?limit=50&q=error"),
-    ("map (300 per tier), fresh", "/api/dashboard/map?per_tier=300&fresh=true"),
+    ("map + clusters, fresh", "/api/dashboard/map?per_tier=300&fresh=true"),
+    ("map, no clusters, fresh", "/api/dashboard/map?per_tier=300&max_clusters=0&fresh=true"),
     ("map, reused (30 s cache)", "/api/dashboard/map?per_tier=300"),
     ("overview (30 days), fresh", "/api/dashboard/overview?days=30&fresh=true"),
     ("overview, reused counts", "/api/dashboard/overview?days=30"),
+    ("skills list", "/api/dashboard/skills"),
+    ("skill detail (largest)", "SKILL"),
 )
 PAGE_CASES = (
     ("overview", "[data-testid=activity-chart]"),
     ("memories", "#memory-rows tr[data-id]"),
     ("map", "[data-testid=map-svg] circle.node"),
+    ("skills", "[data-testid=skills-table] tr[data-slug]"),
 )
+# Clusters as online assignment leaves them: a few large, a long tail of small ones and singletons. A
+# memory's cluster is floor(CLUSTER_KEYS * u^3) for a uniform u of its id: at 100k memories about 18,000
+# clusters (15,000 of 2+), the largest with ~3,700 members; the SKILLS largest get a skill (two versions).
+CLUSTER_KEYS = 20_000
+SKILLS = 200
 
 
 def spread_usage(hub: Any) -> None:
@@ -64,6 +74,72 @@ def spread_usage(hub: Any) -> None:
         conn.execute(text("VACUUM ANALYZE memories"))
 
 
+# Bench-only bulk statements (run in order, one transaction): clusters by a hash of the memory id, their
+# members, and two versions and two evolution records for each of the largest SKILLS clusters.
+CLUSTER_FILL = (
+    """
+    CREATE TEMP TABLE bench_assign ON COMMIT DROP AS
+    SELECT id AS memory_id,
+           floor(:keys * power((abs(hashtext(id::text || 'c')) % 1000003) / 1000003.0, 3))::int AS k
+    FROM memories WHERE tenant_id = :t AND status = 'active'
+    """,
+    """
+    CREATE TEMP TABLE bench_clusters ON COMMIT DROP AS
+    SELECT k, gen_random_uuid() AS id, count(*) AS n, row_number() OVER (ORDER BY count(*) DESC, k) AS rank
+    FROM bench_assign GROUP BY k
+    """,
+    """
+    INSERT INTO knowledge_clusters
+        (id, tenant_id, topic, member_count, members_at_last_version, centroid_norm, skill_slug)
+    SELECT id, :t, CASE WHEN rank <= :skills OR n >= 5 THEN 'bench topic ' || k ELSE '' END, n, n, 1,
+           CASE WHEN rank <= :skills THEN 'bench-skill-' || k END
+    FROM bench_clusters
+    """,
+    """
+    INSERT INTO cluster_members (memory_id, cluster_id, tenant_id)
+    SELECT a.memory_id, c.id, :t FROM bench_assign a JOIN bench_clusters c USING (k)
+    """,
+    """
+    INSERT INTO skills (tenant_id, slug, version_major, version_minor, version_patch, name, description,
+                        body, score, source_cluster_id)
+    SELECT :t, 'bench-skill-' || c.k, 1, v.minor, 0, 'Bench skill ' || c.k, 'A benchmark skill',
+           :body, 0.8 + 0.1 * v.minor, c.id
+    FROM bench_clusters c CROSS JOIN (VALUES (0), (1)) v(minor)
+    WHERE c.rank <= :skills
+    """,
+    """
+    INSERT INTO evolution_records (tenant_id, cluster_id, skill_slug, old_version, new_version, old_score,
+                                   new_score, status, trigger, finished_at)
+    SELECT :t, c.id, 'bench-skill-' || c.k, v.old, v.new, v.old_score, v.new_score, 'published', v.trigger,
+           now()
+    FROM bench_clusters c
+    CROSS JOIN (VALUES ('crystallize', NULL, '1.0.0', NULL::float, 0.8::float),
+                       ('recrystallize', '1.0.0', '1.1.0', 0.8, 0.9))
+        AS v(trigger, old, new, old_score, new_score)
+    WHERE c.rank <= :skills
+    """,
+)
+
+
+def spread_clusters(hub: Any, tenant_id: Any) -> tuple[int, int]:
+    """Bulk clusters and skills (no vectors: no dashboard read uses them); returns (clusters, skills)."""
+    body = "# Bench skill\n\n## When to use\n\n- always\n\n## Steps\n\n1. one\n2. two\n3. three\n"
+    params = {"t": tenant_id, "keys": CLUSTER_KEYS, "skills": SKILLS, "body": body}
+    with hub.db.session() as s:
+        for statement in CLUSTER_FILL:
+            s.execute(text(statement), params)
+        clusters = s.execute(
+            text("SELECT count(*) FROM knowledge_clusters WHERE tenant_id = :t"), params
+        ).scalar_one()
+        skills = s.execute(
+            text("SELECT count(DISTINCT slug) FROM skills WHERE tenant_id = :t"), params
+        ).scalar_one()
+    with hub.db.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        for table in ("knowledge_clusters", "cluster_members", "skills", "evolution_records"):
+            conn.execute(text(f"VACUUM ANALYZE {table}"))
+    return int(clusters), int(skills)
+
+
 def _pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
@@ -73,8 +149,14 @@ def time_api(url: str, repeat: int) -> list[tuple[str, float, float, int]]:
     rows = []
     with httpx.Client(base_url=url, timeout=60) as client:
         cursor = client.get("/api/dashboard/memories?limit=50").json()["next_cursor"]
+        skills = client.get("/api/dashboard/skills").json()["items"]
+        largest = max(skills, key=lambda x: x["cluster_size"] or 0)["slug"] if skills else "none"
+        special = {
+            "CURSOR": f"/api/dashboard/memories?limit=50&cursor={cursor}",
+            "SKILL": f"/api/dashboard/skills/{largest}",
+        }
         for name, path in API_CASES:
-            path = f"/api/dashboard/memories?limit=50&cursor={cursor}" if path == "CURSOR" else path
+            path = special.get(path, path)
             client.get(path).raise_for_status()  # warm caches and plans once
             times, size = [], 0
             for _ in range(repeat):
@@ -145,7 +227,11 @@ def run(args: argparse.Namespace, settings: Any) -> int:
             actor = local_actor(s)
         fill = _timed(lambda: bulk_fill(hub, actor.tenant_id, actor.agent_id, Corpus(), args.size))
         spread_usage(hub)
-        print(f"filled {args.size} memories in {fill / 1000:.1f} s", file=sys.stderr)
+        clusters, skills = spread_clusters(hub, actor.tenant_id)
+        print(
+            f"filled {args.size} memories in {fill / 1000:.1f} s; {clusters} clusters, {skills} skills",
+            file=sys.stderr,
+        )
         with LiveServer(create_app(hub, allow_open=True)) as url:
             api_rows = time_api(url, args.repeat)
             page_rows = time_pages(

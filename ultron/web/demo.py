@@ -133,6 +133,123 @@ DEMO_MEMORIES: list[dict[str, Any]] = [
     },
 ]
 
+# Three topics with enough memories each to crystallize into a skill on the first evolution cycle; the
+# follow-ups then grow the docker cluster past the recrystallization delta, so its skill gets a 1.1.0.
+DEMO_SKILL_MEMORIES: list[dict[str, Any]] = [
+    {
+        "content": "Docker build cache: CI build failed its time limit, every Python dependency reinstalled",
+        "context": "docker build, Dockerfile copies the whole repository first",
+        "resolution": "COPY requirements.txt and run pip install before copying the application code",
+        "tags": ["docker"],
+    },
+    {
+        "content": "Docker build cache: CI image builds take twelve minutes on every push",
+        "context": "docker build, ephemeral GitHub Actions runners start with an empty layer cache",
+        "resolution": "buildx with --cache-from and --cache-to type=gha shares layers between runs",
+        "tags": ["docker", "ci"],
+    },
+    {
+        "content": "Docker build cache busted by each commit",
+        "context": "docker build, the .git folder is part of the build context",
+        "resolution": "list .git, .venv and node_modules in .dockerignore",
+        "tags": ["docker"],
+    },
+    {
+        "content": "Docker build: all wheels downloaded again although requirements are unchanged",
+        "context": "docker build, BuildKit enabled on the build host",
+        "resolution": "RUN --mount=type=cache,target=/root/.cache/pip keeps downloaded packages "
+        "between builds",
+        "tags": ["docker"],
+    },
+    {
+        "content": "Docker build cache: the dependency layer is rebuilt after editing README",
+        "context": "docker build, single-stage Dockerfile",
+        "resolution": "COPY requirements.txt and run pip install before copying the application code",
+        "tags": ["docker"],
+    },
+    {
+        "content": "Postgres schema migration: ALTER TABLE hung for minutes",
+        "context": "postgres schema migration, a long report query held its table open during the deploy",
+        "resolution": "SET lock_timeout = '5s' so the statement fails fast; retry it later",
+        "tags": ["postgres"],
+    },
+    {
+        "content": "Postgres schema migration: CREATE INDEX blocked writes to the orders table",
+        "context": "postgres schema migration, busy production database",
+        "resolution": "build it CONCURRENTLY, outside a transaction block",
+        "tags": ["postgres"],
+    },
+    {
+        "content": "Postgres schema migration: adding a foreign key stalled both tables",
+        "context": "postgres schema migration, validation of forty million existing rows",
+        "resolution": "ADD CONSTRAINT ... NOT VALID now, VALIDATE CONSTRAINT in a later step",
+        "tags": ["postgres"],
+    },
+    {
+        "content": "Postgres schema migration: waited forever behind an idle session",
+        "context": "postgres schema migration, pgbouncer left a connection idle in transaction",
+        "resolution": "find the blocker via pg_blocking_pids() and pg_stat_activity, then "
+        "pg_terminate_backend",
+        "tags": ["postgres"],
+    },
+    {
+        "content": "Postgres schema migration: ADD COLUMN with a volatile default rewrote the table",
+        "context": "postgres schema migration, large events table, deploy window exceeded",
+        "resolution": "add the column bare, backfill in batches of 10k rows, set the default afterwards",
+        "tags": ["postgres"],
+    },
+    {
+        "content": "pytest fixture scope: cases pass alone but fail together",
+        "context": "pytest fixture, a module-scoped fixture hands out a mutable dict",
+        "resolution": "use function scope or return a fresh copy each time",
+        "tags": ["pytest"],
+    },
+    {
+        "content": "pytest fixture teardown never ran",
+        "context": "pytest fixture, the fixture used return instead of yield",
+        "resolution": "yield the resource and put the cleanup code after it",
+        "tags": ["pytest"],
+    },
+    {
+        "content": "pytest fixture not found from a sibling test folder",
+        "context": "pytest fixture, defined in one package's conftest.py",
+        "resolution": "move it to the nearest conftest.py both folders share",
+        "tags": ["pytest"],
+    },
+    {
+        "content": "pytest fixture scope: an environment variable leaked into later cases",
+        "context": "pytest fixture, one case wrote os.environ directly",
+        "resolution": "monkeypatch.setenv undoes the change automatically",
+        "tags": ["pytest"],
+    },
+    {
+        "content": "pytest fixture scope: parallel workers collide on a shared /tmp path",
+        "context": "pytest fixture, pytest -n auto with cases that write files",
+        "resolution": "tmp_path gives every test its own directory",
+        "tags": ["pytest"],
+    },
+]
+DEMO_SKILL_FOLLOWUPS: list[dict[str, Any]] = [
+    {
+        "content": "Docker build cache: an ARG with a timestamp invalidates every later layer",
+        "context": "docker build, ARG BUILD_DATE declared at the top of the Dockerfile",
+        "resolution": "declare volatile arguments as late as possible",
+        "tags": ["docker"],
+    },
+    {
+        "content": "Docker build: the image is 1.8 GB because compilers ship with it",
+        "context": "docker build, gcc needed for native wheels",
+        "resolution": "multi-stage: compile in a builder stage, copy only the artifacts into a slim runtime",
+        "tags": ["docker"],
+    },
+    {
+        "content": "Docker build cache lost whenever the self-hosted runner is recycled",
+        "context": "docker build, autoscaled build machines",
+        "resolution": "export it to the registry with --cache-to type=registry,mode=max",
+        "tags": ["docker", "ci"],
+    },
+]
+
 DEMO_AGENTS = ("claude-code", "cursor-agent", "ops-bot")
 DEMO_SEARCHES = (
     "pip install error in a container",
@@ -166,9 +283,12 @@ class DemoData:
     memory_ids: list[Any]
 
 
-def seed_demo(hub: Any, *, admin_key: bool = True, with_import: bool = False) -> DemoData:
+def seed_demo(
+    hub: Any, *, admin_key: bool = True, with_import: bool = False, with_skills: bool = False
+) -> DemoData:
     """Create demo agents (keys returned), upload the demo memories, search, read, pin and archive;
-    with `with_import`, also import a small chat export (its extracted memories add to the count)."""
+    with `with_import`, also import a small chat export (its extracted memories add to the count); with
+    `with_skills`, also the skill memories and two evolution cycles (see `seed_skills`)."""
     keys: dict[str, str] = {}
     with hub.db.session() as s:
         for i, name in enumerate(DEMO_AGENTS):
@@ -198,7 +318,22 @@ def seed_demo(hub: Any, *, admin_key: bool = True, with_import: bool = False) ->
         hub.memory.edit(s, actors[0], ids[18], MemoryPatch(status="archived"))
     if with_import:
         _seed_import(hub, actors[0])
+    if with_skills:
+        seed_skills(hub, actors)
     return DemoData(keys=keys, memory_ids=ids)
+
+
+def seed_skills(hub: Any, actors: list[Actor]) -> dict[str, int]:
+    """Upload the skill memories, run an evolution cycle (three skills at 1.0.0), upload the follow-ups
+    and run another (the docker skill is recrystallized); returns the second cycle's counts."""
+    for i, fields in enumerate(DEMO_SKILL_MEMORIES):
+        with hub.db.session() as s:
+            hub.memory.upload(s, actors[i % len(actors)], UploadRequest(**fields))
+    hub.skills.run_evolution_cycle()
+    for i, fields in enumerate(DEMO_SKILL_FOLLOWUPS):
+        with hub.db.session() as s:
+            hub.memory.upload(s, actors[(i + 1) % len(actors)], UploadRequest(**fields))
+    return hub.skills.run_evolution_cycle()
 
 
 def _seed_import(hub: Any, actor: Actor) -> None:

@@ -14,7 +14,7 @@ from importlib import resources
 from typing import Any, TypeVar
 from uuid import UUID
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Path, Query, Request, Response
 from fastapi.responses import HTMLResponse, RedirectResponse
 from pydantic import BaseModel
 from sqlalchemy import func, select
@@ -27,6 +27,7 @@ from ultron.errors import NotFound
 from ultron.memory import browse
 from ultron.memory.schemas import MemoryStats, MemoryType, Scope, Status, Tier
 from ultron.tenancy import Actor
+from ultron.web import skills as skill_views
 
 # Everything from the hub itself, nothing from anywhere else; style attributes are set from script.
 CSP = (
@@ -222,16 +223,45 @@ def memory_hits(request: Request, memory_id: UUID, days: int = Query(90, ge=1, l
 
 @api.get("/map", response_model=browse.MemoryMap)
 def memory_map(
-    request: Request, per_tier: int = Query(300, ge=1, le=browse.MAX_MAP_PER_TIER), fresh: bool = False
+    request: Request,
+    per_tier: int = Query(300, ge=1, le=browse.MAX_MAP_PER_TIER),
+    max_clusters: int = Query(100, ge=0, le=browse.MAX_MAP_CLUSTERS),
+    fresh: bool = False,
 ) -> browse.MemoryMap:
-    """A sample of the most used memories per tier, with the totals it stands for (reused for 30 s)."""
+    """A sample of the most used memories per tier, with the totals it stands for and the knowledge
+    clusters of the sampled memories (reused for 30 s)."""
     cache = _cache(request)
     return call(
         request,
         lambda s, a: cache.get(
-            (_view(a), "map", per_tier), lambda: browse.memory_map(s, a, per_tier=per_tier), fresh
+            (_view(a), "map", per_tier, max_clusters),
+            lambda: browse.memory_map(s, a, per_tier=per_tier, max_clusters=max_clusters),
+            fresh,
         ),
     )
+
+
+@api.get("/skills", response_model=skill_views.SkillList)
+def list_skills(request: Request) -> skill_views.SkillList:
+    """The latest version of each skill (active first), and how far clusters are from crystallizing."""
+    settings = _hub(request).settings
+    return call(
+        request,
+        lambda s, a: skill_views.list_skills(
+            s, a, settings.crystallization_threshold, settings.recrystallization_delta
+        ),
+    )
+
+
+@api.get("/skills/{slug}", response_model=skill_views.SkillDetail)
+def skill_detail(
+    request: Request,
+    slug: str = Path(..., max_length=200),
+    version: str | None = Query(None, max_length=40, description="MAJOR.MINOR.PATCH; the latest if absent"),
+) -> skill_views.SkillDetail:
+    """One skill: its versions, the chosen version's SKILL.md, and its cluster's evolution history."""
+    skills = _hub(request).skills
+    return call(request, lambda s, a: skill_views.skill_detail(s, a, skills, slug, version))
 
 
 @api.get("/agents", response_model=list[str])

@@ -55,7 +55,7 @@ def sign_in(page: Any, base_url: str, api_key: str | None) -> None:
 
 
 def capture(page: Any, base_url: str, out: Path, search_query: str) -> list[Path]:
-    """Visit every page (and open one memory, run one search); one full-page PNG each."""
+    """Visit every page (and open one memory, one cluster, one skill; run one search); a PNG each."""
     shots: list[Path] = []
 
     def shot(name: str, full_page: bool = True) -> None:
@@ -90,6 +90,15 @@ def capture(page: Any, base_url: str, out: Path, search_query: str) -> list[Path
         page.goto(f"{base_url}/dashboard#/{name}")
         page.wait_for_selector(selector)
         shot(name)
+        if name == "map" and page.locator("[data-testid=map-cluster]").count():
+            page.click("[data-testid=map-cluster]")
+            page.wait_for_selector("[data-testid=cluster-panel]")
+            shot("map-cluster", full_page=False)
+            page.keyboard.press("Escape")
+        if name == "skills" and page.locator("tr[data-slug]").count():
+            page.click("tr[data-slug]")
+            page.wait_for_selector("[data-testid=skill-md] h2")
+            shot("skill-detail")
         if name == "trajectories" and page.locator("tr[data-session]").count():
             page.click("tr[data-session]")
             page.wait_for_selector("[data-testid=segments]")
@@ -127,7 +136,7 @@ def demo_screenshots(out: Path, settings: Any, search_query: str) -> list[Path]:
     )
     hub = Hub.open(demo_settings)
     try:
-        demo = seed_demo(hub, with_import=True)
+        demo = seed_demo(hub, with_import=True, with_skills=True)
         spread_days(hub)
         with LiveServer(create_app(hub, allow_open=True)) as url:
             return screenshots(url, out, demo.keys["claude-code"], search_query)

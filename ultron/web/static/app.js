@@ -141,17 +141,25 @@ const PAGES = { overview: pageOverview, memories: pageMemories, search: pageSear
 
 function route() {
   if (!state.me) return;
-  const [page, arg] = (location.hash.replace(/^#\/?/, "") || "overview").split("/");
+  const [page, raw] = (location.hash.replace(/^#\/?/, "") || "overview").split("/");
   const name = PAGES[page] ? page : "overview";
+  let arg = "";
+  try { arg = decodeURIComponent(raw || ""); } catch { arg = ""; }
   for (const a of document.querySelectorAll("#nav a")) a.classList.toggle("active", a.dataset.page === name);
-  if (name !== state.page) {
-    state.page = name;
+  // A skill is a view of its own; a memory or a cluster opens in the drawer over its page.
+  const view = name === "skills" && arg ? `skills/${arg}` : name;
+  if (view !== state.view) {
+    state.view = view; state.page = name;
     closeDrawer(false);
-    const main = document.getElementById("main");
-    main.replaceChildren(h("div", { class: "loading" }, "Loading…"));
-    PAGES[name](main).catch((e) => main.replaceChildren(h("div", { class: "card error" }, `Could not load: ${e.message}`)));
+    // Each view draws into its own box: a slow page that answers after the user moved on draws into a
+    // box that is no longer on the page, instead of over the page now shown.
+    const main = h("div", { class: "view" }, h("div", { class: "loading" }, "Loading…"));
+    document.getElementById("main").replaceChildren(main);
+    PAGES[name](main, arg).catch((e) => main.replaceChildren(h("div", { class: "card error" }, `Could not load: ${e.message}`)));
+    return;
   }
   if (name === "memories" && arg) openMemory(arg);
+  if (name === "map" && arg) openClusterById(arg);
 }
 window.addEventListener("hashchange", route);
 
@@ -273,7 +281,8 @@ function selectFilter(name, label, options) {
 }
 function resetPages() { state.memCursors = [null]; state.memIndex = 0; }
 
-async function pageMemories(main) {
+async function pageMemories(main, arg) {
+  if (arg) openMemory(arg);
   const q = h("input", { type: "search", placeholder: "Filter by words (every word must match)…", value: state.memFilter.q || "",
     "data-testid": "memory-filter-q" });
   let timer;
@@ -463,7 +472,7 @@ function editMemory(d, m) {
 function refreshList() {
   state.mapStale = true;  // the hub reuses the map for 30 s; after a change ask for a fresh one
   if (state.page === "memories") loadMemories();
-  if (state.page === "map") { state.page = null; route(); }
+  if (state.page === "map") { state.view = null; route(); }
 }
 
 // --- Search playground --------------------------------------------------------------------------------
@@ -521,8 +530,13 @@ function renderResults(out, results, ms) {
 
 function hashOf(id) { let x = 2166136261; for (const c of id) { x ^= c.charCodeAt(0); x = Math.imul(x, 16777619); } return (x >>> 0) / 4294967296; }
 
-async function pageMap(main) {
+// Knowledge clusters are drawn in pale hues, so they do not read as memory types (the saturated ones).
+const CLUSTER_COLORS = ["#f1f5f9", "#5eead4", "#bef264", "#fda4af", "#fde68a", "#a5b4fc", "#67e8f9", "#f0abfc"];
+const CLUSTER_LABELS = 12;  // the largest drawn clusters are labelled; the others on hover
+
+async function pageMap(main, clusterId) {
   const data = await api(`/api/dashboard/map?per_tier=300${state.mapStale ? "&fresh=true" : ""}`);
+  if (!main.isConnected) return;  // the user moved on; state.mapClusters belongs to the page shown
   state.mapStale = false;
   const W = 900, C = W / 2, rings = { hot: [36, 140], warm: [152, 280], cold: [292, 400] };
   const svg = s("svg", { id: "map-svg", viewBox: `-90 -10 ${W + 180} ${W + 20}`, "data-testid": "map-svg" });
@@ -540,8 +554,17 @@ async function pageMap(main) {
   const maxHits = Math.max(1, ...data.nodes.map((n) => n.hit_count));
   const tip = h("div", { class: "map-tip", hidden: true });
   const wrap = h("div", { class: "card map-card" }, svg, tip);
+  const showTip = (ev, ...content) => {
+    tip.hidden = false;
+    tip.replaceChildren(...content);
+    const box = wrap.getBoundingClientRect();
+    tip.style.left = `${Math.min(ev.clientX - box.left + 12, box.width - 310)}px`; tip.style.top = `${ev.clientY - box.top + 12}px`;
+  };
+  const spokes = s("g", { class: "cluster-layer" });  // under the dots
+  svg.append(spokes);
   // Radial by tier (hot in the middle), one sector per type; radius and angle jittered by the id so
   // the picture is stable between loads; size grows with the square root of hits.
+  const pos = {};
   const sorted = [...data.nodes].sort((a, b) => a.hit_count - b.hit_count);
   for (const n of sorted) {
     const [r0, r1] = rings[n.tier];
@@ -550,59 +573,366 @@ async function pageMap(main) {
     const r = r0 + (r1 - r0) * (0.15 + 0.8 * ((1 - rank) * 0.6 + v * 0.4));
     const a = TYPES.indexOf(n.memory_type) * sector - Math.PI / 2 + sector * (0.06 + 0.88 * u);
     const size = 3 + 11 * rank;
-    const dot = s("circle", { class: `node${n.pinned ? " pin" : ""}`, cx: C + Math.cos(a) * r, cy: C + Math.sin(a) * r, r: size,
-      fill: typeColor(n.memory_type), "fill-opacity": 0.85, "data-id": n.id });
-    dot.addEventListener("mouseenter", (ev) => {
-      tip.hidden = false;
-      tip.replaceChildren(h("div", {}, typeChip(n.memory_type), " ", tierChip(n.tier), n.pinned ? " ★" : ""), h("div", { style: "margin-top:6px" }, n.label), h("div", { class: "muted" }, `${fmt(n.hit_count)} hits`));
-      const box = wrap.getBoundingClientRect();
-      tip.style.left = `${Math.min(ev.clientX - box.left + 12, box.width - 310)}px`; tip.style.top = `${ev.clientY - box.top + 12}px`;
-    });
+    pos[n.id] = [C + Math.cos(a) * r, C + Math.sin(a) * r];
+    const dot = s("circle", { class: `node${n.pinned ? " pin" : ""}`, cx: pos[n.id][0], cy: pos[n.id][1], r: size,
+      fill: typeColor(n.memory_type), "fill-opacity": 0.85, "data-id": n.id, "data-cluster": n.cluster_id || "" });
+    dot.addEventListener("mouseenter", (ev) => showTip(ev, h("div", {}, typeChip(n.memory_type), " ", tierChip(n.tier), n.pinned ? " ★" : ""),
+      h("div", { style: "margin-top:6px" }, n.label), h("div", { class: "muted" }, `${fmt(n.hit_count)} hits`)));
     dot.addEventListener("mouseleave", () => { tip.hidden = true; });
     dot.addEventListener("click", () => openMemory(n.id));
     svg.append(dot);
   }
+  const markers = s("g", { class: "cluster-layer" });  // over the dots
+  svg.append(markers);
+  const drawn = drawClusters(data, pos, spokes, markers, tip, showTip);
   const total = data.totals.reduce((x, c) => x + c.memories, 0);
   const per = (key, val) => data.totals.filter((c) => c[key] === val).reduce((x, c) => x + c.memories, 0);
-  main.replaceChildren(head("Map", "memories by tier (hot at the centre) and type; size = hits; click a dot for details"),
+  const toggle = h("input", { type: "checkbox", checked: true, "data-testid": "map-clusters-toggle" });
+  toggle.addEventListener("change", () => svg.classList.toggle("no-clusters", !toggle.checked));
+  main.replaceChildren(head("Map", "memories by tier (hot at the centre) and type; size = hits; ◇ = a knowledge cluster; click for details"),
     h("div", { class: "map-wrap" }, wrap,
       h("div", { class: "grid", style: "align-content:start" },
         h("div", { class: "card", "data-testid": "map-summary" }, h("h2", {}, "Shown"),
           h("div", { class: "kpi" }, h("div", { class: "value" }, fmt(data.nodes.length)), h("div", { class: "sub" },
             data.sampled ? `the most used of ${fmt(total)} active memories (up to 300 per tier)` : `all ${fmt(total)} active memories`))),
+        clusterCard(data, drawn, toggle),
         h("div", { class: "card" }, h("h2", {}, "Types"), barList(TYPES.map((t) => [t, per("memory_type", t)]), typeColor)),
-        h("div", { class: "card" }, h("h2", {}, "Tiers"), barList(TIERS.map((t) => [t, per("tier", t)]), tierColor)),
-        h("div", { class: "card fine" }, "Knowledge clusters will be drawn as rings around their members once clustering lands in this hub."))));
+        h("div", { class: "card" }, h("h2", {}, "Tiers"), barList(TIERS.map((t) => [t, per("tier", t)]), tierColor)))));
+  if (clusterId) openClusterById(clusterId);
 }
 
-// --- Skills, trajectories & import (filled in as those parts of the hub land) -------------------------
+function drawClusters(data, pos, spokes, markers, tip, showTip) {
+  // Each cluster with two or more memories on the map: a diamond at its members' mean position, a spoke
+  // to each of them, its topic as the label (where it fits). Returns how many were drawn.
+  state.mapClusters = {};
+  const shapes = [];
+  data.clusters.forEach((c, i) => {
+    const color = CLUSTER_COLORS[i % CLUSTER_COLORS.length];
+    const shown = data.nodes.filter((n) => n.cluster_id === c.id && pos[n.id]);
+    state.mapClusters[c.id] = { cluster: c, members: shown, color };
+    if (shown.length < 2) return;
+    const cx = shown.reduce((x, n) => x + pos[n.id][0], 0) / shown.length;
+    const cy = shown.reduce((y, n) => y + pos[n.id][1], 0) / shown.length;
+    const r = (c.topic ? 5 : 3.5) + 1.6 * Math.log2(c.member_count);
+    shapes.push({ c, color, shown, cx, cy, r });
+  });
+  const placed = shapes.map(({ cx, cy, r }) => [cx - r, cy - r, 2 * r, 2 * r]);  // labels keep off every marker
+  let labelled = 0;
+  for (const { c, color, shown, cx, cy, r } of shapes) {
+    // A cluster is named when it first crystallizes; the unnamed ones are drawn fainter and not labelled.
+    const line = c.topic ? { "stroke-opacity": 0.5, "stroke-width": 1.2 } : { "stroke-opacity": 0.3, "stroke-width": 1, "stroke-dasharray": "2 3" };
+    for (const n of shown) spokes.append(s("line", { x1: cx, y1: cy, x2: pos[n.id][0], y2: pos[n.id][1], stroke: color, ...line }));
+    const marker = s("path", { class: "cluster-node", d: `M${cx} ${cy - r}L${cx + r} ${cy}L${cx} ${cy + r}L${cx - r} ${cy}Z`, fill: color,
+      "data-cluster": c.id, "data-testid": "map-cluster" });
+    marker.addEventListener("mouseenter", (ev) => showTip(ev, h("b", {}, c.topic || "unnamed cluster"),
+      h("div", { class: "muted" }, `${fmt(c.member_count)} memories · ${shown.length} on the map`),
+      c.skill_slug ? h("div", {}, `◆ ${c.skill_name} v${c.skill_version}`) : null));
+    marker.addEventListener("mouseleave", () => { tip.hidden = true; });
+    marker.addEventListener("click", () => { tip.hidden = true; openCluster(c.id); });
+    markers.append(marker);
+    if (!c.topic || labelled >= CLUSTER_LABELS) continue;
+    const text = `${c.skill_slug ? "◆ " : ""}${clip(c.topic, 30)}`;
+    const spot = freeSpot(placed, cx, cy, r, text.length * 6.6);
+    if (!spot) continue;
+    labelled++;
+    markers.append(s("text", { class: "cluster-label", x: spot.x, y: spot.y, "text-anchor": spot.anchor, fill: color, "data-testid": "map-cluster-label" }, text));
+  }
+  return shapes.length;
+}
+
+function freeSpot(placed, cx, cy, r, width) {
+  // Right of the marker, left, above, below: the first place where the label overlaps no other.
+  const tries = [
+    { x: cx + r + 5, y: cy + 4, anchor: "start", box: [cx + r + 5, cy - 8, width, 15] },
+    { x: cx - r - 5, y: cy + 4, anchor: "end", box: [cx - r - 5 - width, cy - 8, width, 15] },
+    { x: cx, y: cy - r - 6, anchor: "middle", box: [cx - width / 2, cy - r - 18, width, 15] },
+    { x: cx, y: cy + r + 14, anchor: "middle", box: [cx - width / 2, cy + r + 2, width, 15] },
+  ];
+  const overlaps = ([x, y, w, hh]) => placed.some(([a, b, c, d]) => x < a + c && a < x + w && y < b + d && b < y + hh);
+  const spot = tries.find((t) => !overlaps(t.box));
+  if (spot) placed.push(spot.box);
+  return spot;
+}
+
+const clip = (text, n) => (text.length > n ? `${text.slice(0, n - 1)}…` : text);
+
+function clusterCard(data, drawn, toggle) {
+  const card = h("div", { class: "card", "data-testid": "map-clusters" },
+    h("div", { class: "card-title" }, h("h2", {}, "Knowledge clusters"), h("label", { class: "fine switch" }, toggle, " show")));
+  if (!data.clusters.length) {
+    card.append(h("div", { class: "muted" }, data.clusters_total
+      ? "None of the memories shown belongs to a cluster of two or more."
+      : "No cluster has two members yet: memories join the nearest cluster as they are uploaded."));
+    return card;
+  }
+  card.append(h("div", { class: "fine", style: "margin-bottom:8px" },
+    `${fmt(drawn)} drawn · ${fmt(data.clusters_total)} clusters of 2+ memories in all`));
+  card.append(h("div", { class: "cluster-list" }, data.clusters.slice(0, 10).map((c) => {
+    const { color } = state.mapClusters[c.id];
+    return h("div", { class: "cluster-row", "data-cluster": c.id, onclick: () => openCluster(c.id) },
+      h("i", { class: "swatch", style: `background:${color}` }),
+      h("span", { class: "name", title: c.topic }, c.topic || "unnamed"),
+      c.skill_slug ? h("span", { class: "skill-mark", title: `skill ${c.skill_name}` }, "◆") : null,
+      h("span", { class: "num" }, fmt(c.member_count)));
+  })));
+  return card;
+}
+
+function openClusterById(id) {
+  if (state.page !== "map" || !state.mapClusters) return;
+  if (state.mapClusters[id]) openCluster(id);
+  else toast("None of this cluster's memories is among the most used ones this map shows.");
+}
+
+function openCluster(id) {
+  const { cluster: c, members, color } = state.mapClusters[id];
+  const d = document.getElementById("drawer");
+  d.hidden = false;
+  history.replaceState(null, "", `#/map/${c.id}`);
+  const skill = c.skill_slug
+    ? h("a", { href: `#/skills/${encodeURIComponent(c.skill_slug)}`, "data-testid": "cluster-skill" }, `◆ ${c.skill_name} · v${c.skill_version}`)
+    : h("span", { class: "muted" }, "none yet: a cluster is crystallized into a skill once it has enough members");
+  d.replaceChildren(h("button", { class: "btn small close", onclick: () => closeDrawer(), "aria-label": "Close" }, "✕"),
+    h("div", { class: "chips" }, h("span", { class: "chip" }, h("span", { class: "dot", style: `background:${color}` }), "knowledge cluster")),
+    h("div", { class: "title", "data-testid": "cluster-topic" }, c.topic || "Unnamed cluster (named when it first crystallizes)"),
+    h("dl", { class: "meta", "data-testid": "cluster-panel" },
+      h("dt", {}, "Memories"), h("dd", { "data-testid": "cluster-size" }, fmt(c.member_count)),
+      h("dt", {}, "On this map"), h("dd", {}, `${fmt(members.length)} of them (the map shows the most used memories)`),
+      h("dt", {}, "Skill"), h("dd", {}, skill),
+      h("dt", {}, "Id"), h("dd", {}, h("code", {}, c.id))),
+    h("h3", {}, `Members on the map · ${members.length}`),
+    h("table", { class: "events clickable", "data-testid": "cluster-members" }, h("tbody", {}, members.map((n) =>
+      h("tr", { "data-id": n.id, onclick: () => openMemory(n.id) }, h("td", {}, typeChip(n.memory_type)), h("td", {}, tierChip(n.tier)),
+        h("td", {}, n.label), h("td", { class: "num muted nowrap" }, `${fmt(n.hit_count)} hits`))))));
+}
+
+// --- Skills -------------------------------------------------------------------------------------------
+
+const OUTCOME_CLASS = { published: "ok", reverted: "warn", quality_failed: "bad", verify_failed: "bad", running: "info" };
+const statusChip = (status) => h("span", { class: `chip status-${status}` }, status);
+const scoreText = (v) => (v === null || v === undefined ? "—" : Number(v).toFixed(2));
+const skillHref = (slug) => `#/skills/${encodeURIComponent(slug)}`;
+
+function scoreBar(score) {
+  if (score === null || score === undefined) return h("span", { class: "muted" }, "—");
+  return h("div", { class: "score-cell" }, h("div", { class: "track" }, h("div", { class: "fill", style: `width:${Math.round(100 * score)}%;background:#34d399` })),
+    h("span", { class: "num" }, scoreText(score)));
+}
+
+async function pageSkills(main, slug) {
+  if (slug) return skillDetail(main, slug);
+  const data = await api("/api/dashboard/skills");
+  const n = data.crystallization_threshold;
+  if (!data.items.length) {
+    const progress = data.clusters
+      ? `The largest cluster without a skill has ${fmt(data.largest_cluster_without_skill)} of the ${fmt(n)} members it needs (${fmt(data.clusters)} clusters in all).`
+      : "There is no knowledge cluster yet: memories join the nearest cluster as they are uploaded.";
+    main.replaceChildren(head("Skills"), emptyState("◆", "No skills yet",
+      `Skills appear when a knowledge cluster reaches ${fmt(n)} members: the worker's evolution step then crystallizes it into a versioned SKILL.md. ${progress}`,
+      ["each skill with its current version, score and the cluster it came from",
+        "its versions and evolution history (what changed, and why)", "the rendered SKILL.md, and a download"], "skills-empty"));
+    return;
+  }
+  const active = data.items.filter((x) => x.status === "active").length;
+  const filter = h("input", { type: "search", placeholder: "Filter skills by name, slug or description…", "data-testid": "skills-filter" });
+  filter.addEventListener("input", () => {
+    const words = filter.value.toLowerCase().split(/\s+/).filter(Boolean);
+    for (const tr of main.querySelectorAll("tr[data-slug]")) tr.hidden = !words.every((w) => tr.textContent.toLowerCase().includes(w));
+  });
+  main.replaceChildren(
+    head("Skills", `${fmt(active)} active of ${fmt(data.items.length)} · crystallized from clusters of ${fmt(n)}+ memories, revised after ${fmt(data.recrystallization_delta)} more`),
+    data.items.length > 10 ? h("div", { class: "toolbar" }, filter) : null,
+    h("div", { class: "card table-card" },
+      h("table", { "data-testid": "skills-table" },
+        h("thead", {}, h("tr", {}, ["Skill", "Version", "Status", "Score", "Members", "Updated"].map((c, i) =>
+          h("th", { style: i === 4 ? "text-align:right" : null }, c)))),
+        h("tbody", {}, data.items.map((x) => h("tr", { "data-slug": x.slug, onclick: () => { location.hash = skillHref(x.slug); } },
+          h("td", { class: "summary" }, h("div", { class: "s" }, h("b", {}, x.name)),
+            h("div", { class: "s fine" }, x.description), h("div", { class: "tags" }, h("span", { class: "tag" }, x.slug))),
+          h("td", {}, h("span", { class: "chip" }, `v${x.version}`), x.versions > 1 ? h("div", { class: "fine" }, `${x.versions} versions`) : null),
+          h("td", {}, statusChip(x.status)),
+          h("td", {}, scoreBar(x.score)),
+          h("td", { class: "num", title: x.cluster_topic ? `cluster: ${x.cluster_topic}` : "its cluster is gone" }, x.cluster_size === null ? "—" : fmt(x.cluster_size)),
+          h("td", { class: "muted" }, ago(x.updated_at))))))));
+}
+
+async function skillDetail(main, slug, version) {
+  const query = version ? `?version=${encodeURIComponent(version)}` : "";
+  const d = await api(`/api/dashboard/skills/${encodeURIComponent(slug)}${query}`);
+  const show = (v) => skillDetail(main, slug, v).catch((e) => toast(e.message));
+  const picker = h("select", { "aria-label": "Version", "data-testid": "skill-version" }, d.versions.map((v) =>
+    h("option", { value: v.version }, `v${v.version}${v.version === d.latest_version ? " · latest" : ""}${v.status === "superseded" ? " · superseded" : ""}`)));
+  picker.value = d.version;
+  picker.addEventListener("change", () => show(picker.value));
+  const about = h("div", { class: "card" }, h("h2", {}, "About"), h("dl", { class: "meta" },
+    h("dt", {}, "Slug"), h("dd", {}, h("code", {}, d.slug)),
+    h("dt", {}, "Score"), h("dd", {}, scoreBar(d.score)),
+    h("dt", {}, "Published"), h("dd", {}, when(d.created_at)),
+    h("dt", {}, "Categories"), h("dd", {}, d.categories.length ? d.categories.map((c) => h("span", { class: "tag", style: "margin-right:4px" }, c)) : "—"),
+    h("dt", {}, "Cluster"), h("dd", {}, d.cluster
+      ? [h("a", { href: `#/map/${d.cluster.id}`, title: "show it on the map" }, d.cluster.topic || "unnamed"),
+        h("div", { class: "fine" }, `${fmt(d.cluster.member_count)} memories now · ${fmt(d.cluster.members_at_last_version)} at the last version`),
+        d.cluster.next_attempt_at ? h("div", { class: "fine" }, `backing off until ${when(d.cluster.next_attempt_at)}`) : null]
+      : h("span", { class: "muted" }, "none (saved directly, or its cluster is gone)"))));
+  const versions = h("div", { class: "card" }, h("h2", {}, `Versions · ${d.versions.length}`),
+    h("div", { class: "version-list", "data-testid": "skill-versions" }, d.versions.map((v) =>
+      h("button", { class: `version-row${v.version === d.version ? " active" : ""}`, "data-version": v.version, onclick: () => show(v.version) },
+        h("b", {}, `v${v.version}`), h("span", { class: "muted" }, `score ${scoreText(v.score)}`),
+        v.status !== "active" ? statusChip(v.status) : null, h("span", { class: "muted" }, ago(v.created_at))))));
+  main.replaceChildren(
+    h("div", { class: "crumbs" }, h("a", { href: "#/skills", "data-testid": "skills-back" }, "← Skills")),
+    h("div", { class: "page-head" }, h("h1", { "data-testid": "skill-name" }, d.name), statusChip(d.status),
+      h("span", { class: "muted" }, d.version === d.latest_version ? `v${d.version}, the latest` : `v${d.version} · latest is v${d.latest_version}`)),
+    d.description ? h("p", { class: "lead" }, d.description) : null,
+    h("div", { class: "toolbar" }, picker,
+      h("button", { class: "btn primary", "data-testid": "skill-download", onclick: () => downloadText("SKILL.md", d.skill_md) }, "⇩ Download SKILL.md"),
+      h("span", { class: "fine" }, `${d.slug}/SKILL.md · ${fmt(d.skill_md.length)} characters`)),
+    h("div", { class: "skill-wrap" },
+      h("div", { class: "card skill-md", "data-testid": "skill-md", "data-version": d.version }, renderMarkdown(d.skill_md)),
+      h("div", { class: "grid", style: "align-content:start" }, about, versions)),
+    historyCard(d.history));
+}
+
+function historyCard(history) {
+  const card = h("div", { class: "card table-card", style: "margin-top:16px" }, h("h2", { style: "margin:10px 8px" }, "Evolution history"));
+  if (!history.length) {
+    card.append(h("div", { class: "muted", style: "padding:0 8px 8px" }, "No evolution record: this skill was not crystallized from a cluster by the worker."));
+    return card;
+  }
+  const arrow = (a, b) => (a ? `${a} → ${b || "—"}` : b || "—");
+  card.append(h("table", { "data-testid": "skill-history" },
+    h("thead", {}, h("tr", {}, ["When", "Trigger", "Outcome", "Version", "Score", "Detail"].map((c) => h("th", {}, c)))),
+    h("tbody", {}, history.map((r) => h("tr", { "data-record": r.id, "data-status": r.status },
+      h("td", { class: "muted", title: when(r.started_at) }, ago(r.started_at)),
+      h("td", {}, r.trigger),
+      h("td", {}, h("span", { class: `chip outcome-${OUTCOME_CLASS[r.status] || "info"}` }, r.status.replace("_", " "))),
+      h("td", {}, arrow(r.old_version, r.new_version)),
+      h("td", { class: "nowrap" }, r.old_score !== null ? `${scoreText(r.old_score)} → ${scoreText(r.new_score)}` : scoreText(r.new_score)),
+      h("td", { class: "muted" }, r.detail || `from ${fmt(r.memories)} memories`))))));
+  return card;
+}
+
+function downloadText(name, text) {
+  // A Blob on this page: nothing is fetched again, so the file is exactly the text shown.
+  const url = URL.createObjectURL(new Blob([text], { type: "text/markdown;charset=utf-8" }));
+  const a = h("a", { href: url, download: name, hidden: true });
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 30000);
+}
+
+// --- a small, safe Markdown renderer (SKILL.md) -------------------------------------------------------
+// It builds DOM nodes and text nodes only: nothing from a skill is ever parsed as HTML, so markup in it
+// shows as the text it is. Headings, paragraphs, lists (nested by indent), fenced code, quotes, rules;
+// inline code, bold, italic, links (http, https, mailto and same-page only) and [m:xxxxxxxx] citations.
+
+const SAFE_HREF = /^(https?:\/\/|mailto:|#|\/(?!\/))/i;
+const INLINE = new RegExp([
+  /(`+)([\s\S]+?)\1(?!`)/.source,                     // 1, 2: code
+  /\[m:([0-9a-f]{8})\]/.source,                        // 3: a memory citation
+  /\[([^\]]+)\]\(([^()\s]+)\)/.source,                 // 4, 5: link
+  /\*\*(?=\S)([\s\S]*?\S)\*\*/.source,                 // 6: bold
+  /(?<!\w)__(?=\S)([\s\S]*?\S)__(?!\w)/.source,        // 7: bold
+  /(?<![\w*])\*(?=[^\s*])([^*]*?[^\s*])\*(?![\w*])/.source,  // 8: italic
+  /(?<![\w_])_(?=[^\s_])([^_]*?[^\s_])_(?![\w_])/.source,    // 9: italic
+].join("|"));
+
+function inline(text) {
+  const out = [];
+  let rest = text;
+  while (rest) {
+    const m = INLINE.exec(rest);
+    if (!m) { out.push(rest); break; }
+    if (m.index) out.push(rest.slice(0, m.index));
+    if (m[1]) out.push(h("code", {}, m[2].trim() || m[2]));
+    else if (m[3]) out.push(h("span", { class: "cite", title: `cites memory ${m[3]}…` }, `m:${m[3]}`));
+    else if (m[4] !== undefined) out.push(SAFE_HREF.test(m[5]) ? h("a", { href: m[5], target: "_blank", rel: "noopener noreferrer" }, inline(m[4])) : `${m[4]} (${m[5]})`);
+    else if (m[6] !== undefined || m[7] !== undefined) out.push(h("strong", {}, inline(m[6] ?? m[7])));
+    else out.push(h("em", {}, inline(m[8] ?? m[9])));
+    rest = rest.slice(m.index + m[0].length);
+  }
+  return out;
+}
+
+function yamlScalar(value) {
+  const v = value.trim();
+  if (v.length > 1 && v.startsWith("'") && v.endsWith("'")) return v.slice(1, -1).replaceAll("''", "'");
+  if (v.length > 1 && v.startsWith('"') && v.endsWith('"')) { try { return JSON.parse(v); } catch { return v.slice(1, -1); } }
+  return v;
+}
+
+function frontMatter(block) {
+  // SKILL.md's front matter: `key: value` lines; metadata is one line of JSON.
+  const dl = h("dl", { class: "meta front-matter", "data-testid": "skill-front-matter" });
+  for (const line of block.split("\n")) {
+    const m = /^([\w-]+):\s*(.*)$/.exec(line);
+    if (!m) continue;
+    let value = yamlScalar(m[2]);
+    if (m[1] === "metadata") {
+      try {
+        const meta = JSON.parse(m[2]);
+        value = Object.entries(meta).map(([k, v]) => `${k}: ${Array.isArray(v) ? v.join(", ") || "—" : v ?? "—"}`).join(" · ");
+      } catch { /* shown as written */ }
+    }
+    dl.append(h("dt", {}, m[1]), h("dd", {}, value));
+  }
+  return dl;
+}
+
+function renderMarkdown(source) {
+  const root = h("div", { class: "md" });
+  let text = source.replace(/\r\n?/g, "\n");
+  const fm = /^---\n([\s\S]*?)\n---\n/.exec(text);
+  if (fm) { root.append(frontMatter(fm[1])); text = text.slice(fm[0].length); }
+  const lines = text.split("\n");
+  let para = [];
+  let lists = [];  // open lists, outermost first: {el, indent, ordered}
+  const top = () => lists[lists.length - 1];
+  const flush = () => { if (para.length) root.append(h("p", {}, inline(para.join(" ")))); para = []; };
+  const block = (el) => { flush(); lists = []; root.append(el); };
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i];
+    const fence = /^\s*(`{3,}|~{3,})\s*([\w+#.-]*)\s*$/.exec(line);
+    if (fence) {
+      const body = [];
+      while (++i < lines.length && !lines[i].trim().startsWith(fence[1])) body.push(lines[i]);
+      block(h("pre", {}, h("code", { "data-lang": fence[2] || null }, body.join("\n"))));
+      continue;
+    }
+    if (!line.trim()) { flush(); lists = []; continue; }
+    const heading = /^(#{1,6})\s+(.*?)\s*#*\s*$/.exec(line);
+    if (heading) { block(h(`h${heading[1].length}`, {}, inline(heading[2]))); continue; }
+    if (/^\s*([-*_])(\s*\1){2,}\s*$/.test(line)) { block(h("hr")); continue; }
+    const quote = /^\s*>\s?(.*)$/.exec(line);
+    if (quote) { block(h("blockquote", {}, inline(quote[1]))); continue; }
+    const item = /^(\s*)([-*+]|\d{1,9}[.)])\s+(.*)$/.exec(line);
+    if (item) {
+      flush();
+      const indent = item[1].length, ordered = /\d/.test(item[2]);
+      while (lists.length && (indent < top().indent || (indent === top().indent && top().ordered !== ordered))) lists.pop();
+      if (!lists.length || indent > top().indent) {
+        const start = ordered ? parseInt(item[2], 10) : 1;
+        const el = h(ordered ? "ol" : "ul", { start: start !== 1 ? start : null });
+        (lists.length ? top().el.lastElementChild || top().el : root).append(el);
+        lists.push({ el, indent, ordered });
+      }
+      top().el.append(h("li", {}, inline(item[3])));
+      continue;
+    }
+    if (lists.length && /^\s+\S/.test(line)) { top().el.lastElementChild.append(" ", ...inline(line.trim())); continue; }
+    lists = [];
+    para.push(line.trim());
+  }
+  flush();
+  return root;
+}
+
+// --- Trajectories & import (filled in as those parts of the hub land) ----------------------------------
 
 function emptyState(icon, title, text, items, testid) {
   return h("div", { class: "card empty", "data-testid": testid }, h("div", { class: "big" }, icon), h("h2", {}, title),
     h("p", { class: "muted" }, text), h("ul", {}, items.map((i) => h("li", {}, i))));
-}
-
-function genericTable(rows) {
-  if (!Array.isArray(rows) || !rows.length) return h("div", { class: "muted" }, "Nothing yet.");
-  const cols = Object.keys(rows[0]).filter((k) => typeof rows[0][k] !== "object" || rows[0][k] === null).slice(0, 7);
-  return h("table", {}, h("thead", {}, h("tr", {}, cols.map((c) => h("th", {}, c)))),
-    h("tbody", {}, rows.map((r) => h("tr", {}, cols.map((c) => h("td", {}, String(r[c] ?? "—")))))));
-}
-
-async function listOf(path) {
-  const data = await api(path);
-  return Array.isArray(data) ? data : data.items || data.skills || data.sessions || data.results || [];
-}
-
-async function pageSkills(main) {
-  if (!state.features.skills) {
-    main.replaceChildren(head("Skills"), emptyState("◆", "No skill hub in this hub yet",
-      "When mature knowledge clusters crystallize into skills, this page lists them:",
-      ["each skill with its current version and the cluster it came from", "versions and evolution history (what changed, and why)",
-        "the rendered SKILL.md, and a download"], "skills-empty"));
-    return;
-  }
-  main.replaceChildren(head("Skills"), h("div", { class: "card table-card" }, genericTable(await listOf("/skills"))));
 }
 
 async function pageTrajectories(main) {
