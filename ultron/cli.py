@@ -267,7 +267,10 @@ def cmd_reembed(args: argparse.Namespace) -> int:
 
     settings = _settings(args)
     moved = reembed(settings, batch_size=args.batch_size, progress=_progress)
-    print(f"re-embedded {moved} memories with {settings.embedding_provider}")
+    print(
+        f"re-embedded {moved.memories} memories and {moved.skills} skill versions with "
+        f"{settings.embedding_provider}; {moved.clusters} clusters kept with recomputed centroids"
+    )
     return 0
 
 
