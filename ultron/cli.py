@@ -462,6 +462,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dimension", type=int, default=256, help="hash embedding dimension")
     p.set_defaults(func=cmd_bench)
 
+    from ultron.clusters.bench import add_parser as add_cluster_bench_parser
+
+    add_cluster_bench_parser(sub)
+
     from ultron.worker.cli import add_parsers as add_worker_parsers
 
     add_worker_parsers(sub, _add_common, _settings)
