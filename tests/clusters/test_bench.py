@@ -16,11 +16,11 @@ def test_bench_clusters_reports_each_size_against_the_smallest(pg_server_url, ca
     rows = json.loads(capsys.readouterr().out)
     assert [r["clusters"] for r in rows] == [30, 300]  # sorted: the smallest is the baseline
     base = rows[0]
-    assert base["p50_ratio"] == 1.0 and base["p95_ratio"] == 1.0
+    assert base["p50_ratio"] == base["p95_ratio"] == base["probe_p50_ratio"] == 1.0
     for r in rows:
         assert r["probes"] == 20 and r["joined"] + r["started"] == 20
         assert r["joined"] >= 8 and r["started"] >= 8  # half the probes aim at a centroid, half at none
-        assert 0 < r["p50_ms"] <= r["p95_ms"]
+        assert 0 < r["p50_ms"] <= r["p95_ms"] and r["probe_p50_ms"] > 0 and r["index_mb"] > 0
         assert abs(r["p50_ratio"] - r["p50_ms"] / base["p50_ms"]) < 0.01 * r["p50_ratio"] + 1e-3
         assert abs(r["p95_ratio"] - r["p95_ms"] / base["p95_ms"]) < 0.01 * r["p95_ratio"] + 1e-3
     with psycopg.connect(_libpq(pg_server_url)) as conn:
@@ -32,4 +32,4 @@ def test_bench_clusters_text_report(pg_server_url, capsys):  # type: ignore[no-u
     argv = ["bench-clusters", "--database-url", pg_server_url, "--sizes", "20,40", "--probes", "6"]
     assert main([*argv, "--dimension", "64"]) == 0
     out = capsys.readouterr().out
-    assert "assignment at 40 clusters / at 20: p50 " in out and "p95 " in out
+    assert "assignment at 40 clusters / at 20: p50 " in out and "the HNSW probe alone: p50 " in out

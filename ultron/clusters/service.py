@@ -104,9 +104,9 @@ class ClusterService:
                 cluster = None  # emptied since the probe
         if cluster is None:
             cluster = KnowledgeCluster(tenant_id=tenant_id, member_count=0, centroid_norm=0.0)
+            _set_mean(cluster, v, 1)  # before the INSERT: one row version, one HNSW entry
             session.add(cluster)
             session.flush()
-            _set_mean(cluster, v, 1)
         else:
             n = cluster.member_count
             _set_mean(cluster, (_mean_of(cluster) * n + v) / (n + 1), n + 1)
