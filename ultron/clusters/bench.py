@@ -169,7 +169,7 @@ def report_rows(sizes: list[Size]) -> list[dict[str, Any]]:
             {
                 "clusters": z.clusters,
                 "fill_s": round(z.fill_s, 2),
-                "index_mb": round(z.index_mb, 1),
+                "index_mb": round(z.index_mb, 3),
                 "probes": len(z.assign_ms),
                 "joined": z.joined,
                 "started": z.started,
