@@ -225,6 +225,7 @@ def test_recrystallization_edits_the_current_skill_md(llm, offline, fake_openai)
         assert llm.skills.versions(s, tenant, current.slug) == ["1.1.0", "1.0.0"]
         revised = llm.skills.latest(s, tenant, current.slug)
         assert "REVISED" in revised.body and revised.name == current.name  # the name was kept
+        assert revised.body.startswith(f"# {current.name}\n") and "Renamed" not in revised.body
         assert revised.score == 0.9
         record = s.scalars(select(EvolutionRecord).order_by(EvolutionRecord.id.desc())).first()
         assert record.trigger == "recrystallize" and "name kept" in record.detail

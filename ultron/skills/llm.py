@@ -232,12 +232,14 @@ class LLMSynthesizer:
         notes = [f"removed citations of non-members {sorted(set(removed))}"] if removed else []
         title = _HEADING.search(doc.body)
         name = _one_line(doc.name or (title.group(1) if title else "") or topic.title(), NAME_CHARS)
+        body = doc.body.strip()
         if current is not None and name != current.name and not answer.topic_changed:
             name = current.name
+            body = _HEADING.sub(lambda _: f"# {name}", body, count=1) if title else body
             notes.append("name kept")
         description = _one_line(doc.description, DESCRIPTION_CHARS) or f"How to handle {topic}."
         metadata = {"topic": topic, "memories": [str(m["id"]) for m in members], "synthesis": "llm"}
-        doc = SkillDoc(name, description, doc.body.strip(), metadata)
+        doc = SkillDoc(name, description, body, metadata)
         problems = evolve.quality_problems(doc)
         verdict = evolve.grounding(doc, members)
         if problems or not verdict.passed:
