@@ -116,3 +116,35 @@ WHERE cm.cluster_id = :cluster_id AND cm.tenant_id = :tenant_id AND m.status = '
        OR (m.scope = 'group' AND m.group_name = ANY(CAST(:groups AS text[]))))
 ORDER BY cm.embedding <=> c.centroid, m.id
 LIMIT :limit
+
+-- name: cluster_memories_for_revision
+-- The sample a recrystallization sees: members that joined after the current version first, then the
+-- members the current version cites (8-hex id prefixes), then the rest closest to the centroid.
+SELECT m.id, m.memory_type, m.content, m.context, m.resolution, m.summary_l0, m.tags,
+       cm.joined_at > :since AS is_new
+FROM cluster_members cm
+JOIN knowledge_clusters c ON c.id = cm.cluster_id
+JOIN memories m ON m.id = cm.memory_id
+WHERE cm.cluster_id = :cluster_id AND cm.tenant_id = :tenant_id AND m.status = 'active'
+  AND m.scope = 'shared'  -- skills are tenant-wide: a private or group memory never feeds one
+ORDER BY cm.joined_at > :since DESC,
+         left(replace(m.id::text, '-', ''), 8) = ANY(CAST(:cited AS text[])) DESC,
+         cm.embedding <=> c.centroid, m.id
+LIMIT :limit
+
+-- name: reembed_cluster_members
+-- `ultron reembed`, after every memory has its new vector: each member takes its memory's vector, so
+-- clusters keep their members (and their skill) across a model change.
+UPDATE cluster_members cm SET embedding = m.embedding
+FROM memories m
+WHERE m.id = cm.memory_id
+
+-- name: cluster_means
+-- Keyset page of clusters with the mean of their members' vectors (pgvector's avg), for `ultron reembed`.
+SELECT c.id, avg(cm.embedding) AS mean, count(cm.memory_id) AS members
+FROM knowledge_clusters c
+LEFT JOIN cluster_members cm ON cm.cluster_id = c.id
+WHERE c.id > CAST(:after AS uuid)
+GROUP BY c.id
+ORDER BY c.id
+LIMIT :limit

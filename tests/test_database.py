@@ -48,6 +48,9 @@ EXPECTED_QUERIES |= {
     "cluster_memories",
     "cluster_leavers",
     "unclustered_memories",
+    "cluster_memories_for_revision",
+    "reembed_cluster_members",
+    "cluster_means",
     "search_skills",
     "list_skills",
     "skill_history",
@@ -156,8 +159,8 @@ def test_reembed_moves_every_memory_to_the_new_model(settings):
     hub.close()
 
     new = settings.model_copy(update={"embedding_dimension": 128})
-    assert reembed(new, batch_size=2) == 5
-    assert reembed(new) == 0  # already there
+    assert reembed(new, batch_size=2).memories == 5
+    assert reembed(new).memories == 0  # already there
     hub = Hub.open(new)
     try:
         with hub.db.session() as s:

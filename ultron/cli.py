@@ -267,7 +267,10 @@ def cmd_reembed(args: argparse.Namespace) -> int:
 
     settings = _settings(args)
     moved = reembed(settings, batch_size=args.batch_size, progress=_progress)
-    print(f"re-embedded {moved} memories with {settings.embedding_provider}")
+    print(
+        f"re-embedded {moved.memories} memories and {moved.skills} skill versions with "
+        f"{settings.embedding_provider}; {moved.clusters} clusters kept with recomputed centroids"
+    )
     return 0
 
 
@@ -458,6 +461,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--upload-probe", type=int, default=200, help="single uploads timed at each size")
     p.add_argument("--dimension", type=int, default=256, help="hash embedding dimension")
     p.set_defaults(func=cmd_bench)
+
+    from ultron.clusters.bench import add_parser as add_cluster_bench_parser
+
+    add_cluster_bench_parser(sub)
 
     from ultron.worker.cli import add_parsers as add_worker_parsers
 

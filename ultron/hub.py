@@ -104,7 +104,7 @@ class Hub:
         self.memory.companion = self.companion
         from ultron.clusters.service import ClusterService
 
-        self.clusters = ClusterService(self.settings)
+        self.clusters = ClusterService(self.settings, self.intelligence)
         self.memory.clusters = self.clusters
         from ultron.skills.service import SkillService
 

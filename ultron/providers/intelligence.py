@@ -154,13 +154,15 @@ class MemoryIntelligence:
         logger.warning("LLM %s failed (%s)%s", task, reason, "; using the heuristic" if fallback else "")
         self._count("llm_failures", *(["fallbacks"] if fallback else []))
 
-    def _ask(self, task: str, system: str, user: str, max_tokens: int, *, fallback: bool = True) -> Any:
-        """One chat call parsed as JSON; None (logged and counted) when the call or the parse fails."""
+    def ask_text(
+        self, task: str, system: str, user: str, max_tokens: int, *, fallback: bool = True
+    ) -> str | None:
+        """One chat call; the raw answer, or None (logged and counted) when the call fails."""
         assert self._chat is not None
         self._count("llm_calls")
         messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
         try:
-            reply = self._chat.chat(messages, max_tokens=max_tokens)
+            return self._chat.chat(messages, max_tokens=max_tokens)
         except ProviderError as exc:
             self._failed(task, f"{exc.provider} {exc.kind}, status {exc.status_code}", fallback=fallback)
             return None
@@ -168,10 +170,22 @@ class MemoryIntelligence:
             logger.exception("chat model %s raised outside its contract", self._chat.model_name)
             self._failed(task, "unexpected exception", fallback=fallback)
             return None
+
+    def ask(self, task: str, system: str, user: str, max_tokens: int, *, fallback: bool = True) -> Any:
+        """One chat call parsed as JSON; None (logged and counted) when the call or the parse fails."""
+        reply = self.ask_text(task, system, user, max_tokens, fallback=fallback)
+        if reply is None:
+            return None
         parsed = parse_json(reply)
         if parsed is None:
             self._failed(task, "answer is not JSON", fallback=fallback)
         return parsed
+
+    _ask = ask  # the older private name, still used by trajectory and companion
+
+    def unusable(self, task: str, reason: str, *, fallback: bool = True) -> None:
+        """Count (and log, without the answer) an answer the caller could not use."""
+        self._failed(task, reason, fallback=fallback)
 
     def infer_type(self, content: str, context: str = "", resolution: str = "") -> str:
         """One of MEMORY_TYPES."""
@@ -179,7 +193,7 @@ class MemoryIntelligence:
             return heuristic.infer_type(content, context, resolution)
         budget = min(self.max_input_tokens, CLASSIFY_INPUT_TOKENS)
         user = prompts.tagged("memory", _memory_fields(content, context, resolution, budget))
-        answer = self._ask("infer_type", prompts.CLASSIFY, user, CLASSIFY_REPLY_TOKENS)
+        answer = self.ask("infer_type", prompts.CLASSIFY, user, CLASSIFY_REPLY_TOKENS)
         if answer is None:
             return heuristic.infer_type(content, context, resolution)
         value = answer.get("memory_type", answer.get("type")) if isinstance(answer, dict) else None
@@ -204,7 +218,7 @@ class MemoryIntelligence:
             return heuristic.summarize(content, context, resolution, l0_max, l1_max)
         system = prompts.SUMMARIZE.format(l0=l0_max, l1=l1_max)
         user = prompts.tagged("memory", _memory_fields(content, context, resolution, self.max_input_tokens))
-        answer = self._ask("summarize", system, user, 2 * (l0_max + l1_max) + 128)
+        answer = self.ask("summarize", system, user, 2 * (l0_max + l1_max) + 128)
         if answer is None:
             return heuristic.summarize(content, context, resolution, l0_max, l1_max)
         l0 = answer.get("l0", answer.get("summary_l0")) if isinstance(answer, dict) else None
@@ -224,7 +238,7 @@ class MemoryIntelligence:
             + "\n"
             + prompts.tagged("memory_b", _record_fields(b, budget))
         )
-        answer = self._ask("judge_same", prompts.JUDGE, user, JUDGE_REPLY_TOKENS)
+        answer = self.ask("judge_same", prompts.JUDGE, user, JUDGE_REPLY_TOKENS)
         if answer is None:
             return heuristic.same_subject(a, b)
         verdict = (
@@ -243,7 +257,7 @@ class MemoryIntelligence:
         system = prompts.MERGE.format(field_tokens=MERGE_FIELD_MAX_TOKENS)
         user = prompts.tagged("existing", _record_fields(existing, 3 * field_budget)) + "\n"
         user += prompts.tagged("incoming", _record_fields(incoming, 3 * field_budget))
-        answer = self._ask("merge", system, user, 3 * MERGE_FIELD_MAX_TOKENS + 256, fallback=False)
+        answer = self.ask("merge", system, user, 3 * MERGE_FIELD_MAX_TOKENS + 256, fallback=False)
         merged = self._merged_fields(answer)
         if merged is None:
             return None
@@ -280,7 +294,7 @@ class MemoryIntelligence:
         return items[:EXTRACT_MAX_ITEMS]
 
     def _extract_chunk(self, chunk: str) -> list[dict[str, Any]]:
-        answer = self._ask("extract", prompts.EXTRACT, f"<text>\n{chunk}\n</text>", EXTRACT_REPLY_TOKENS)
+        answer = self.ask("extract", prompts.EXTRACT, f"<text>\n{chunk}\n</text>", EXTRACT_REPLY_TOKENS)
         if answer is None:
             return heuristic.extract(chunk)
         raw_items = answer.get("memories") if isinstance(answer, dict) else answer

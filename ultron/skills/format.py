@@ -63,6 +63,11 @@ class SkillDoc:
     metadata: dict[str, Any]
 
 
+def embedding_text(name: str, description: str, body: str) -> str:
+    """What a skill is embedded from (publishing and `ultron reembed` must agree)."""
+    return f"{name}\n{description}\n{body}"
+
+
 def render(doc: SkillDoc) -> str:
     """SKILL.md: YAML front matter (name, description, metadata as one-line JSON), then the body."""
     front = yaml.safe_dump(

@@ -25,7 +25,8 @@ from ultron.db.models import EvolutionRecord, KnowledgeCluster, Skill, SkillFile
 from ultron.db.queries import q
 from ultron.errors import NotFound, ValidationFailed
 from ultron.skills import bundle, evolve
-from ultron.skills.format import FIRST, SkillDoc, Version, parse, render, slugify
+from ultron.skills.format import FIRST, SkillDoc, Version, embedding_text, parse, render, slugify
+from ultron.skills.llm import LLMSynthesizer
 from ultron.skills.schemas import (
     EvolutionEntry,
     SkillDetail,
@@ -40,6 +41,8 @@ logger = logging.getLogger(__name__)
 
 Verifier = Callable[[SkillDoc, list[dict[str, Any]]], evolve.Verdict]
 Synthesizer = Callable[[str, list[dict[str, Any]]], SkillDoc]
+# (topic, sample, current version or None) -> (draft, note) or (None, why the answer was rejected)
+LLMDraft = Callable[[str, list[dict[str, Any]], SkillDoc | None], tuple[SkillDoc | None, str]]
 SAMPLE = 20  # members a synthesis or verification prompt sees at most
 BATCH = 10  # clusters per tenant per cycle
 BACKOFF_BASE = timedelta(minutes=5)
@@ -60,10 +63,11 @@ class SkillService:
         self.db = db
         self.embedder = embedder
         self.clusters = clusters
+        # The deterministic synthesizer: the offline path, and the fallback when the LLM's draft is unusable.
         self.synthesize: Synthesizer = evolve.synthesize
-        ask = getattr(intelligence, "_ask", None)
-        llm = bool(getattr(intelligence, "llm_available", False)) and ask is not None
-        self.verify: Verifier = evolve.llm_verifier(ask) if llm else evolve.grounding
+        llm = bool(getattr(intelligence, "llm_available", False))
+        self.llm_synthesize: LLMDraft | None = LLMSynthesizer(intelligence) if llm else None
+        self.verify: Verifier = evolve.llm_verifier(intelligence.ask) if llm else evolve.grounding
         self.redactor: Any = None  # set by the hub: uploads and search queries are redacted
 
     # --- the worker step ---------------------------------------------------------------------------
@@ -103,7 +107,14 @@ class SkillService:
             raise NotFound(f"cluster {cluster_id} not found")
         if not cluster.topic:
             self.clusters.name_topic(session, tenant_id, cluster_id)
-        members = self.clusters.get_cluster_memories(session, tenant_id, cluster_id, SAMPLE)
+        current = self.latest(session, tenant_id, cluster.skill_slug) if cluster.skill_slug else None
+        if current is None or self.llm_synthesize is None:
+            members = self.clusters.get_cluster_memories(session, tenant_id, cluster_id, SAMPLE)
+        else:  # an edit of the current version: the prompt must see the new members and the cited ones
+            cited = evolve.CITE.findall(current.body)
+            members = self.clusters.get_revision_sample(
+                session, tenant_id, cluster_id, current.created_at, cited, SAMPLE
+            )
         record = EvolutionRecord(
             tenant_id=tenant_id,
             cluster_id=cluster_id,
@@ -113,19 +124,20 @@ class SkillService:
             skill_slug=cluster.skill_slug,
         )
         session.add(record)
-        current = self.latest(session, tenant_id, cluster.skill_slug) if cluster.skill_slug else None
-        doc = self.synthesize(cluster.topic, members)
+        doc, source = self._draft(cluster.topic, members, current)
         problems = evolve.quality_problems(doc)
         verdict = evolve.Verdict(False, 0.0, "; ".join(problems)) if problems else self.verify(doc, members)
-        record.new_score = verdict.score
+        record.new_score, record.detail = verdict.score, source
         if current is not None:
             record.old_version, record.old_score = str(version_of(current)), current.score
         if not verdict.passed:
-            record.status, record.detail = ("quality_failed" if problems else "verify_failed"), verdict.detail
+            record.status = "quality_failed" if problems else "verify_failed"
+            record.detail = f"{verdict.detail}; {source}"
             self._back_off(cluster)
             return self._finish(session, record, "failed")
         if current is not None and not verdict.score > (current.score or 0.0):
-            record.status, record.detail = "reverted", "the new version does not score higher"
+            record.status = "reverted"
+            record.detail = f"the new version does not score higher; {source}"
             cluster.members_at_last_version = cluster.member_count
             self._back_off(cluster)
             return self._finish(session, record, "reverted")
@@ -134,6 +146,19 @@ class SkillService:
         cluster.failed_attempts, cluster.next_attempt_at = 0, None
         cluster.members_at_last_version = cluster.member_count
         return self._finish(session, record, "published")
+
+    def _draft(
+        self, topic: str, members: list[dict[str, Any]], current: Skill | None
+    ) -> tuple[SkillDoc, str]:
+        """The chat model's draft (a revision of `current` when there is one), else the deterministic
+        synthesizer's; with a note for the evolution record saying which path produced it."""
+        if self.llm_synthesize is None:
+            return self.synthesize(topic, members), "synthesis: offline"
+        base = self.skill_doc(current) if current is not None else None
+        doc, note = self.llm_synthesize(topic, members, base)
+        if doc is not None:
+            return doc, f"synthesis: llm{f' ({note})' if note else ''}"
+        return self.synthesize(topic, members), f"synthesis: offline (llm draft rejected: {note})"
 
     def _finish(self, session: Session, record: EvolutionRecord, outcome: str) -> str:
         record.finished_at = datetime.now(UTC)
@@ -190,7 +215,7 @@ class SkillService:
         cluster_id: UUID | None,
         cluster: KnowledgeCluster | None = None,
     ) -> Skill:
-        vector = self.embedder.embed([f"{doc.name}\n{doc.description}\n{doc.body}"])[0]
+        vector = self.embedder.embed([embedding_text(doc.name, doc.description, doc.body)])[0]
         skill = Skill(
             tenant_id=tenant_id,
             slug=slug,
@@ -244,13 +269,16 @@ class SkillService:
         """Latest active skills nearest to a free-text query (validated, redacted, embedded as a query)."""
         return self.find(session, tenant_id, query, limit)
 
-    def skill_md(self, skill: Skill) -> str:
+    def skill_doc(self, skill: Skill) -> SkillDoc:
         metadata = {
             "version": str(version_of(skill)),
             "categories": list(skill.categories),
             "source_cluster": str(skill.source_cluster_id) if skill.source_cluster_id else None,
         }
-        return render(SkillDoc(skill.name, skill.description, skill.body, metadata))
+        return SkillDoc(skill.name, skill.description, skill.body, metadata)
+
+    def skill_md(self, skill: Skill) -> str:
+        return render(self.skill_doc(skill))
 
     # --- the hub's API: catalogue, files, upload ----------------------------------------------------
 

@@ -1,0 +1,36 @@
+"""`ultron bench-clusters` at tiny sizes: the report's shape, its ratios, and no scratch database left."""
+
+from __future__ import annotations
+
+import json
+
+import psycopg
+
+from tests.conftest import _libpq
+from ultron.cli import main
+
+
+def test_bench_clusters_reports_each_size_against_the_smallest(pg_server_url, capsys):  # type: ignore[no-untyped-def]
+    argv = ["bench-clusters", "--database-url", pg_server_url, "--sizes", "300,30", "--probes", "20"]
+    assert main([*argv, "--dimension", "64", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["clusters"] for r in rows] == [30, 300]  # sorted: the smallest is the baseline
+    base = rows[0]
+    assert base["p50_ratio"] == base["p95_ratio"] == base["probe_p50_ratio"] == 1.0
+    for r in rows:
+        assert r["probes"] == 20 and r["joined"] + r["started"] == 20
+        assert r["joined"] >= 8 and r["started"] >= 8  # half the probes aim at a centroid, half at none
+        assert 0 < r["p50_ms"] <= r["p95_ms"] and r["probe_p50_ms"] > 0
+        assert abs(r["p50_ratio"] - r["p50_ms"] / base["p50_ms"]) < 0.01 * r["p50_ratio"] + 1e-3
+        assert abs(r["p95_ratio"] - r["p95_ms"] / base["p95_ms"]) < 0.01 * r["p95_ratio"] + 1e-3
+    assert 0 < rows[0]["index_mb"] < rows[1]["index_mb"]
+    with psycopg.connect(_libpq(pg_server_url)) as conn:
+        left = conn.execute("SELECT datname FROM pg_database WHERE datname LIKE 'ultron_bench_clusters_%'")
+        assert left.fetchall() == []
+
+
+def test_bench_clusters_text_report(pg_server_url, capsys):  # type: ignore[no-untyped-def]
+    argv = ["bench-clusters", "--database-url", pg_server_url, "--sizes", "20,40", "--probes", "6"]
+    assert main([*argv, "--dimension", "64"]) == 0
+    out = capsys.readouterr().out
+    assert "assignment at 40 clusters / at 20: p50 " in out and "the HNSW probe alone: p50 " in out

@@ -1,0 +1,319 @@
+"""`ultron bench-clusters`: what assigning one upload to a cluster costs, from 1k to 100k clusters.
+
+Each size gets its own scratch database on one server: N clusters with random unit centroids go in by
+binary COPY, then the HNSW index on the centroids is built and the table analyzed. Then every probe is
+one `ClusterService.assign` in its own transaction -- the HNSW probe for the nearest centroid, the row
+lock, the running-mean update and the member insert -- timed up to (not including) the commit. Half
+the probe vectors lie at cosine ~0.9 from a stored centroid (they join it), half are random (they start
+a cluster: at the bench's threshold of 0.75 no random centroid is that close in 64+ dimensions). The
+first 1000 centroids, and so the probe vectors, are the same in every database. Probes are interleaved
+across the sizes round by round, the order rotating, so a noisy machine's drift falls on every size
+alike; the ratio to the smallest size, measured in the same run, is the figure to read.
+
+The embedded server the bench starts gets shared_buffers = 1GB, as a server holding 100k clusters would
+be sized: the probe reads ~3k index and heap pages, and with the 128MB default the 100k-cluster index
+(~130MB) no longer fits and each probe goes to the OS cache (measured 14 ms instead of ~2 ms).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import psycopg
+from sqlalchemy import text
+
+from ultron.config import Settings
+
+THRESHOLD = 0.75
+JOIN_COSINE = 0.9
+TARGETS = 1000  # centroids shared by every size; joins aim at these
+FILL_BATCH = 10_000
+SEED = 11
+INDEX = "ix_knowledge_clusters_centroid_hnsw"
+# Applied to the embedded server the bench starts (not to a server given with --database-url).
+SERVER_SETTINGS = {"shared_buffers": "1GB"}
+
+
+def _units(rng: np.random.Generator, n: int, dimension: int) -> np.ndarray:
+    v = rng.standard_normal((n, dimension)).astype(np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def centroids(size: int, dimension: int, seed: int = SEED) -> Any:
+    """The centroids of a database of `size`, in batches; the first TARGETS are the same for all sizes."""
+    rng = np.random.default_rng(seed)
+    done = 0
+    while done < size:
+        n = min(FILL_BATCH, size - done)
+        yield _units(rng, n, dimension)
+        done += n
+
+
+def probe_vectors(count: int, dimension: int, targets: np.ndarray, seed: int = SEED + 1) -> list[np.ndarray]:
+    """Alternately a vector at cosine JOIN_COSINE from a random target centroid and a random one."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(count):
+        r = _units(rng, 1, dimension)[0]
+        if i % 2:
+            out.append(r)
+            continue
+        c = targets[rng.integers(len(targets))]
+        perp = r - float(r @ c) * c
+        perp /= np.linalg.norm(perp)
+        out.append((JOIN_COSINE * c + np.sqrt(1 - JOIN_COSINE**2) * perp).astype(np.float32))
+    return out
+
+
+@dataclass
+class Size:
+    """One scratch database filled to `clusters` clusters, and what its assignments cost."""
+
+    clusters: int
+    db: Any
+    service: Any
+    tenant_id: uuid.UUID
+    memory_ids: list[uuid.UUID] = field(default_factory=list)
+    fill_s: float = 0.0
+    index_mb: float = 0.0
+    assign_ms: list[float] = field(default_factory=list)
+    probe_ms: list[float] = field(default_factory=list)
+    joined: int = 0
+    started: int = 0
+
+    def assign(self, index: int, vector: np.ndarray, record: bool) -> None:
+        from ultron.db.queries import q
+
+        with self.db.session() as s:  # the HNSW probe alone, for comparison
+            before = time.perf_counter()
+            s.execute(q("nearest_cluster"), {"tenant_id": self.tenant_id, "v": vector}).first()
+            probe = (time.perf_counter() - before) * 1000.0
+        with self.db.session() as s:
+            before = time.perf_counter()
+            cluster_id = self.service.assign(s, self.tenant_id, self.memory_ids[index], vector)
+            elapsed = (time.perf_counter() - before) * 1000.0
+            fresh = s.execute(
+                text("SELECT member_count = 1 FROM knowledge_clusters WHERE id = :id"), {"id": cluster_id}
+            ).scalar_one()
+        if record:
+            self.assign_ms.append(elapsed)
+            self.probe_ms.append(probe)
+            self.started += int(fresh)
+            self.joined += int(not fresh)
+
+
+def _fill(db: Any, tenant_id: uuid.UUID, size: int, dimension: int, memories: int) -> float:
+    """COPY `size` clusters in, then build the HNSW index and analyze; insert the probes' memories."""
+    from ultron.db.vectors import HNSW_EF_CONSTRUCTION, HNSW_M
+
+    start = time.perf_counter()
+    raw = db.engine.raw_connection()
+    try:
+        conn = raw.driver_connection
+        with conn.transaction():
+            conn.execute(f"DROP INDEX IF EXISTS {INDEX}")
+            with conn.cursor().copy(
+                "COPY knowledge_clusters (tenant_id, centroid, centroid_norm, member_count) "
+                "FROM STDIN WITH (FORMAT BINARY)"
+            ) as copy:
+                copy.set_types(["uuid", "vector", "float8", "int4"])
+                for batch in centroids(size, dimension):
+                    for c in batch:
+                        copy.write_row((tenant_id, c, 0.8, 5))
+            conn.execute("SET LOCAL maintenance_work_mem = '512MB'")
+            conn.execute(
+                f"CREATE INDEX {INDEX} ON knowledge_clusters USING hnsw (centroid vector_cosine_ops) "
+                f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION})"
+            )
+            conn.execute(
+                "INSERT INTO memories (tenant_id, memory_type, content, content_hash, search_tsv) "
+                "SELECT %s, 'pattern', 'bench ' || g, md5(g::text), to_tsvector('simple', 'bench') "
+                "FROM generate_series(1, %s) g",
+                (tenant_id, memories),
+            )
+        conn.commit()
+        conn.autocommit = True
+        conn.execute("VACUUM ANALYZE knowledge_clusters")
+        conn.execute("VACUUM ANALYZE memories")
+        conn.autocommit = False
+    finally:
+        raw.close()
+    return time.perf_counter() - start
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def report_rows(sizes: list[Size]) -> list[dict[str, Any]]:
+    """Per size: p50/p95/mean per assignment (ms), and the ratio of each to the smallest size."""
+    base = sizes[0]
+    rows = []
+    for z in sizes:
+        p50, p95 = _pct(z.assign_ms, 0.5), _pct(z.assign_ms, 0.95)
+        rows.append(
+            {
+                "clusters": z.clusters,
+                "fill_s": round(z.fill_s, 2),
+                "index_mb": round(z.index_mb, 3),
+                "probes": len(z.assign_ms),
+                "joined": z.joined,
+                "started": z.started,
+                "p50_ms": round(p50, 3),
+                "p95_ms": round(p95, 3),
+                "mean_ms": round(statistics.fmean(z.assign_ms), 3),
+                "p50_ratio": round(p50 / _pct(base.assign_ms, 0.5), 3),
+                "p95_ratio": round(p95 / _pct(base.assign_ms, 0.95), 3),
+                "probe_p50_ms": round(_pct(z.probe_ms, 0.5), 3),
+                "probe_p50_ratio": round(_pct(z.probe_ms, 0.5) / _pct(base.probe_ms, 0.5), 3),
+            }
+        )
+    return rows
+
+
+def format_report(rows: list[dict[str, Any]], dimension: int, shared_buffers: str) -> str:
+    lines = [
+        f"ultron bench-clusters: {dimension}-d centroids, HNSW, shared_buffers {shared_buffers}; one "
+        "ClusterService.assign per probe (nearest-centroid probe, row lock, running mean, member "
+        "insert), commit excluded; probes interleaved across sizes",
+        f"{'clusters':>9} {'fill s':>7} {'index':>8} {'probes':>6} {'joined':>6} {'started':>7} "
+        f"{'p50':>9} {'p95':>9} {'mean':>9} {'p50 x':>6} {'p95 x':>6} {'probe p50':>10} {'x':>6}",
+    ]
+    for r in rows:
+        lines.append(
+            f"{r['clusters']:>9} {r['fill_s']:>7.1f} {r['index_mb']:>6.1f}MB {r['probes']:>6} "
+            f"{r['joined']:>6} {r['started']:>7} "
+            f"{r['p50_ms']:>7.3f}ms {r['p95_ms']:>7.3f}ms {r['mean_ms']:>7.3f}ms "
+            f"{r['p50_ratio']:>5.2f}x {r['p95_ratio']:>5.2f}x "
+            f"{r['probe_p50_ms']:>8.3f}ms {r['probe_p50_ratio']:>5.2f}x"
+        )
+    first, last = rows[0], rows[-1]
+    lines += [
+        "",
+        f"assignment at {last['clusters']} clusters / at {first['clusters']}: p50 {last['p50_ratio']:.2f}x, "
+        f"p95 {last['p95_ratio']:.2f}x (the HNSW probe alone: p50 {last['probe_p50_ratio']:.2f}x)",
+    ]
+    return "\n".join(lines)
+
+
+def _open(server: str, name: str, dimension: int) -> tuple[Any, Any, uuid.UUID]:
+    from ultron.bench import _admin_url
+    from ultron.clusters.service import ClusterService
+    from ultron.db.engine import open_database
+    from ultron.db.vectors import Profile, ensure_profile
+    from ultron.hub import build_embedder
+    from ultron.tenancy import local_actor
+
+    settings = Settings(
+        database_url=_admin_url(server, name),
+        embedding_provider="hash",
+        embedding_dimension=dimension,
+        cluster_similarity_threshold=THRESHOLD,
+    )
+    embedder = build_embedder(settings)
+    db = open_database(settings)
+    ensure_profile(db.engine, Profile("hash", embedder.model_name, embedder.dimension))
+    with db.session() as s:
+        tenant_id = local_actor(s).tenant_id
+    return db, ClusterService(settings), tenant_id
+
+
+def run(
+    server: str, sizes: list[int], probes: int, dimension: int, warmup: int | None = None
+) -> list[dict[str, Any]]:
+    """Fill one scratch database per size on `server`, run the interleaved probes, drop the databases."""
+    from ultron.bench import _admin_url
+
+    sizes = sorted(sizes)
+    warmup = max(5, probes // 10) if warmup is None else warmup
+    admin = _admin_url(server)
+    names = [f"ultron_bench_clusters_{uuid.uuid4().hex[:8]}_{n}" for n in sizes]
+    opened: list[Size] = []
+    try:
+        for n, name in zip(sizes, names, strict=True):
+            with psycopg.connect(admin, autocommit=True) as conn:
+                conn.execute(f"CREATE DATABASE {name}")
+            db, service, tenant_id = _open(server, name, dimension)
+            size = Size(n, db, service, tenant_id)
+            opened.append(size)
+            print(f"filling {n} clusters...", file=sys.stderr)
+            size.fill_s = _fill(db, tenant_id, n, dimension, warmup + probes)
+            with db.session() as s:
+                size.memory_ids = list(
+                    s.execute(text("SELECT id FROM memories ORDER BY id")).scalars()  # probe i uses row i
+                )
+                size.index_mb = s.execute(text(f"SELECT pg_relation_size('{INDEX}')")).scalar_one() / 2**20
+        targets = next(centroids(min(TARGETS, sizes[0]), dimension))
+        vectors = probe_vectors(warmup + probes, dimension, targets)
+        print(f"measuring {probes} assignments per size (interleaved)...", file=sys.stderr)
+        for i, vector in enumerate(vectors):
+            shift = i % len(opened)
+            for size in opened[shift:] + opened[:shift]:
+                size.assign(i, vector, record=i >= warmup)
+    finally:
+        for size in opened:
+            size.db.dispose()
+        with psycopg.connect(admin, autocommit=True) as conn:
+            for name in names:
+                conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    return report_rows(opened)
+
+
+@contextmanager
+def _server(database_url: str | None) -> Iterator[str]:
+    """The given server, or a fresh embedded one restarted with SERVER_SETTINGS."""
+    if database_url:
+        yield database_url
+        return
+    from ultron.bench import _admin_url
+    from ultron.db.embedded import start_embedded, stop_embedded
+
+    data_dir = Path(tempfile.mkdtemp(prefix="ultron-bench-clusters-"))
+    data_dir.chmod(0o755)
+    try:
+        with psycopg.connect(_admin_url(start_embedded(data_dir)), autocommit=True) as conn:
+            for name, value in SERVER_SETTINGS.items():
+                conn.execute(f"ALTER SYSTEM SET {name} = '{value}'")
+        stop_embedded(data_dir)
+        yield start_embedded(data_dir)
+    finally:
+        stop_embedded(data_dir)
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def run_command(args: argparse.Namespace) -> int:
+    from ultron.bench import _admin_url
+
+    sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    if not sizes or min(sizes) < 1 or args.probes < 1:
+        raise ValueError("--sizes needs positive cluster counts and --probes a positive number")
+    with _server(args.database_url) as server:
+        with psycopg.connect(_admin_url(server)) as conn:
+            shared_buffers = str(conn.execute("SHOW shared_buffers").fetchone()[0])  # type: ignore[index]
+        rows = run(server, sizes, args.probes, args.dimension)
+    print(json.dumps(rows, indent=2) if args.json else format_report(rows, args.dimension, shared_buffers))
+    return 0
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("bench-clusters", help="cluster assignment cost per upload at 1k to 100k clusters")
+    p.add_argument("--database-url", dest="database_url", help="benchmark on this server (new databases)")
+    p.add_argument("--sizes", default="1000,10000,100000", help="cluster counts to measure at")
+    p.add_argument("--probes", type=int, default=300, help="timed assignments per size")
+    p.add_argument("--dimension", type=int, default=256, help="centroid dimension")
+    p.add_argument("--json", action="store_true", help="print the rows as JSON")
+    p.set_defaults(func=run_command)
