@@ -23,6 +23,10 @@ def tenant_ids(session: Session) -> list[UUID]:
 def rebalance_tenant(session: Session, settings: Settings, tenant_id: UUID) -> dict[str, int]:
     """Re-tier one tenant's active memories and archive its expired COLD ones; returns the counts."""
     session.execute(text(f"SET LOCAL work_mem = '{REBALANCE_WORK_MEM}'"))
+    # The changed rows are fetched by primary key (`= ANY` of their ids) and joined to the ranking's
+    # output by hashing: a nested loop here would rescan the materialized changes per row (quadratic;
+    # the planner cannot know how many rows the array holds).
+    session.execute(text("SET LOCAL enable_nestloop = off"))
     row = session.execute(
         q("rebalance_tiers"),
         {
