@@ -283,6 +283,7 @@ def test_skills_page_shows_a_skill_its_versions_history_and_download(page, live_
     rows = page.locator("[data-testid=skills-table] tr[data-slug]")
     slugs = [rows.nth(i).get_attribute("data-slug") for i in range(rows.count())]
     assert len(slugs) == 3
+    assert "null" not in page.inner_text("main")  # an absent optional element is not written as text
     docker = next(slug for slug in slugs if "docker" in slug)
     latest, latest_md = _skill(hub, docker)
     docker_row = f"[data-testid=skills-table] tr[data-slug='{docker}']"

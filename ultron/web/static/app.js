@@ -739,7 +739,7 @@ async function pageSkills(main, slug) {
     const words = filter.value.toLowerCase().split(/\s+/).filter(Boolean);
     for (const tr of main.querySelectorAll("tr[data-slug]")) tr.hidden = !words.every((w) => tr.textContent.toLowerCase().includes(w));
   });
-  main.replaceChildren(
+  main.replaceChildren(...[
     head("Skills", `${fmt(active)} active of ${fmt(data.items.length)} · crystallized from clusters of ${fmt(n)}+ memories, revised after ${fmt(data.recrystallization_delta)} more`),
     data.items.length > 10 ? h("div", { class: "toolbar" }, filter) : null,
     h("div", { class: "card table-card" },
@@ -753,7 +753,7 @@ async function pageSkills(main, slug) {
           h("td", {}, statusChip(x.status)),
           h("td", {}, scoreBar(x.score)),
           h("td", { class: "num", title: x.cluster_topic ? `cluster: ${x.cluster_topic}` : "its cluster is gone" }, x.cluster_size === null ? "—" : fmt(x.cluster_size)),
-          h("td", { class: "muted" }, ago(x.updated_at))))))));
+          h("td", { class: "muted" }, ago(x.updated_at)))))))].filter(Boolean));  // replaceChildren writes null as text
 }
 
 async function skillDetail(main, slug, version) {
@@ -779,7 +779,7 @@ async function skillDetail(main, slug, version) {
       h("button", { class: `version-row${v.version === d.version ? " active" : ""}`, "data-version": v.version, onclick: () => show(v.version) },
         h("b", {}, `v${v.version}`), h("span", { class: "muted" }, `score ${scoreText(v.score)}`),
         v.status !== "active" ? statusChip(v.status) : null, h("span", { class: "muted" }, ago(v.created_at))))));
-  main.replaceChildren(
+  main.replaceChildren(...[
     h("div", { class: "crumbs" }, h("a", { href: "#/skills", "data-testid": "skills-back" }, "← Skills")),
     h("div", { class: "page-head" }, h("h1", { "data-testid": "skill-name" }, d.name), statusChip(d.status),
       h("span", { class: "muted" }, d.version === d.latest_version ? `v${d.version}, the latest` : `v${d.version} · latest is v${d.latest_version}`)),
@@ -790,7 +790,7 @@ async function skillDetail(main, slug, version) {
     h("div", { class: "skill-wrap" },
       h("div", { class: "card skill-md", "data-testid": "skill-md", "data-version": d.version }, renderMarkdown(d.skill_md)),
       h("div", { class: "grid", style: "align-content:start" }, about, versions)),
-    historyCard(d.history));
+    historyCard(d.history)].filter(Boolean));
 }
 
 function historyCard(history) {
