@@ -180,3 +180,27 @@ def test_the_cli_exports_and_imports_a_vault(hub, settings, tmp_path, capsys):
     assert "exported 1 memories" in capsys.readouterr().out
     assert main(["import", "markdown", str(tmp_path / "v"), *common]) == 0
     assert "imported 1 memories (0 new, 1 updated)" in capsys.readouterr().out
+
+
+def test_the_cli_export_writes_every_active_skill_as_skill_md(make_hub, settings, tmp_path, capsys):
+    """Issue: skills go to the vault as SKILL.md; an import of the vault leaves them alone."""
+    from tests.skills.conftest import DOCKER, POSTGRES, PYTEST
+
+    hub = make_hub(dedup_similarity_threshold=0.99, dedup_soft_threshold=0.99)  # thirty distinct memories
+    sdk = Ultron(hub=hub)
+    for text_ in DOCKER + POSTGRES + PYTEST:
+        sdk.upload_memory(text_)
+    assert hub.skills.run_evolution_cycle()["published"] == 3
+    with hub.db.session() as s:
+        slugs = [x.slug for x in hub.skills.list_skills(s, local_actor(s).tenant_id)]
+        wanted = {
+            slug_: hub.skills.skill_md(hub.skills.latest(s, local_actor(s).tenant_id, slug_))
+            for slug_ in slugs
+        }
+    common = ["--database-url", settings.database_url.get_secret_value(), "--embedding-provider", "hash"]
+    assert main(["export", "markdown", str(tmp_path / "v"), *common]) == 0
+    assert "and 3 skills" in capsys.readouterr().out
+    for slug_, md in wanted.items():
+        assert (tmp_path / "v" / "skills" / slug_ / "SKILL.md").read_text(encoding="utf-8") == md
+    assert main(["import", "markdown", str(tmp_path / "v"), *common]) == 0
+    assert "imported 30 memories (0 new, 30 updated)" in capsys.readouterr().out

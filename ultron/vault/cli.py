@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 AddOptions = Callable[[argparse.ArgumentParser], None]
 
 
-def _run(args: argparse.Namespace, fn: Callable[[Any, Any, Any], Any]) -> Any:
+def _run(args: argparse.Namespace, fn: Callable[..., Any]) -> Any:
     from ultron.cli import _settings
     from ultron.hub import Hub
     from ultron.sdk._local import LocalBackend
@@ -21,19 +21,44 @@ def _run(args: argparse.Namespace, fn: Callable[[Any, Any, Any], Any]) -> Any:
         backend = LocalBackend(hub, agent=args.agent, owns_hub=False)
         vault = Vault(hub.memory)
         with hub.db.session() as session:
-            return fn(vault, session, backend.actor)
+            return fn(vault, session, backend.actor, hub)
     finally:
         hub.close()
 
 
+SKILL_PAGE = 100
+
+
+def tenant_skills(hub: Any, session: Any, actor: Any, written: list[str]) -> Iterator[tuple[str, str]]:
+    """(slug, SKILL.md) of the latest version of every active skill of the tenant, a page at a time."""
+    if getattr(hub, "skills", None) is None:
+        return
+    offset = 0
+    while True:
+        page = hub.skills.list_skills(
+            session, actor.tenant_id, status="active", limit=SKILL_PAGE, offset=offset
+        )
+        for summary in page:
+            skill = hub.skills.latest(session, actor.tenant_id, summary.slug, summary.version)
+            written.append(summary.slug)
+            yield summary.slug, hub.skills.skill_md(skill)
+        if len(page) < SKILL_PAGE:
+            return
+        offset += SKILL_PAGE
+
+
 def cmd_export_markdown(args: argparse.Namespace) -> int:
-    report = _run(args, lambda v, s, a: v.export(s, a, Path(args.directory)))
-    print(f"{report.summary('exported')} to {args.directory}")
+    skills: list[str] = []
+    report = _run(
+        args,
+        lambda v, s, a, hub: v.export(s, a, Path(args.directory), tenant_skills(hub, s, a, skills)),
+    )
+    print(f"{report.summary('exported')} and {len(skills)} skills to {args.directory}")
     return 0
 
 
 def cmd_import_markdown(args: argparse.Namespace) -> int:
-    report = _run(args, lambda v, s, a: v.import_(s, a, Path(args.path)))
+    report = _run(args, lambda v, s, a, _hub: v.import_(s, a, Path(args.path)))
     print(report.summary("imported"))
     for line in report.skipped:
         print(f"  skipped {line}")
