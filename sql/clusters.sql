@@ -1,11 +1,22 @@
 -- Knowledge clusters (ultron/clusters/service.py).
 
--- name: nearest_cluster
--- The closest non-empty centroid of the tenant, through the HNSW index on knowledge_clusters.centroid.
-SELECT c.id, 1 - (c.centroid <=> CAST(:v AS vector)) AS similarity
+-- name: nearest_clusters
+-- The :limit closest non-empty centroids of the tenant, through the HNSW index on
+-- knowledge_clusters.centroid (refreshed only when it drifts), each with the EXACT cosine to the
+-- cluster's mean (unindexed): assignment re-ranks on it and decides the join on it.
+SELECT c.id, 1 - (c.mean <=> CAST(:v AS vector)) AS similarity
 FROM knowledge_clusters c
-WHERE c.tenant_id = :tenant_id AND c.member_count > 0 AND c.centroid IS NOT NULL
+WHERE c.tenant_id = :tenant_id AND c.member_count > 0 AND c.centroid IS NOT NULL AND c.mean IS NOT NULL
 ORDER BY c.centroid <=> CAST(:v AS vector)
+LIMIT :limit
+
+-- name: nearest_clusters_exact
+-- The reference implementation, for `ultron bench-clusters` only: the exact mean of every cluster of the
+-- tenant compared with the vector (a sequential pass; the bench turns index scans off).
+SELECT c.id, 1 - (c.mean <=> CAST(:v AS vector)) AS similarity
+FROM knowledge_clusters c
+WHERE c.tenant_id = :tenant_id AND c.member_count > 0 AND c.mean IS NOT NULL
+ORDER BY c.mean <=> CAST(:v AS vector)
 LIMIT 1
 
 -- name: clusters_ready_to_crystallize
