@@ -43,7 +43,8 @@ from ultron.config import Settings
 
 THRESHOLD = 0.75
 JOIN_COSINE = 0.9
-MEAN_NORM = 0.8  # each stored cluster: 5 members whose mean has this length
+MEAN_NORM = 0.8  # each stored cluster's mean has this length
+MEMBERS = 50  # and this many members (a join at cosine 0.9 moves a 5-member mean past the drift bound)
 TARGETS = 1000  # centroids shared by every size; joins aim at these
 FILL_BATCH = 10_000
 SEED = 11
@@ -142,7 +143,9 @@ class Size:
             self.hot_updates += int(hot)
 
 
-def _fill(db: Any, tenant_id: uuid.UUID, size: int, dimension: int, memories: int) -> float:
+def _fill(
+    db: Any, tenant_id: uuid.UUID, size: int, dimension: int, memories: int, members: int = MEMBERS
+) -> float:
     """COPY `size` clusters in, then build the HNSW index and analyze; insert the probes' memories."""
     from ultron.db.vectors import HNSW_EF_CONSTRUCTION, HNSW_M
 
@@ -159,7 +162,7 @@ def _fill(db: Any, tenant_id: uuid.UUID, size: int, dimension: int, memories: in
                 copy.set_types(["uuid", "vector", "vector", "float8", "int4"])
                 for batch in centroids(size, dimension):
                     for c in batch:
-                        copy.write_row((tenant_id, c, c * np.float32(MEAN_NORM), MEAN_NORM, 5))
+                        copy.write_row((tenant_id, c, c * np.float32(MEAN_NORM), MEAN_NORM, members))
             conn.execute("SET LOCAL maintenance_work_mem = '512MB'")
             conn.execute(
                 f"CREATE INDEX {INDEX} ON knowledge_clusters USING hnsw (centroid vector_cosine_ops) "
@@ -288,6 +291,7 @@ def run(
     dimension: int,
     warmup: int | None = None,
     exact: bool = True,
+    members: int = MEMBERS,
 ) -> list[dict[str, Any]]:
     """Fill one scratch database per size on `server`, run the interleaved probes, drop the databases."""
     from ultron.bench import _admin_url
@@ -305,7 +309,7 @@ def run(
             size = Size(n, db, service, tenant_id)
             opened.append(size)
             print(f"filling {n} clusters...", file=sys.stderr)
-            size.fill_s = _fill(db, tenant_id, n, dimension, warmup + probes)
+            size.fill_s = _fill(db, tenant_id, n, dimension, warmup + probes, members)
             with db.session() as s:
                 size.memory_ids = list(
                     s.execute(text("SELECT id FROM memories ORDER BY id")).scalars()  # probe i uses row i
@@ -353,12 +357,12 @@ def run_command(args: argparse.Namespace) -> int:
     from ultron.bench import _admin_url
 
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
-    if not sizes or min(sizes) < 1 or args.probes < 1:
-        raise ValueError("--sizes needs positive cluster counts and --probes a positive number")
+    if not sizes or min(sizes) < 1 or args.probes < 1 or args.members < 1:
+        raise ValueError("--sizes needs positive cluster counts, --probes and --members positive numbers")
     with _server(args.database_url) as server:
         with psycopg.connect(_admin_url(server)) as conn:
             shared_buffers = str(conn.execute("SHOW shared_buffers").fetchone()[0])  # type: ignore[index]
-        rows = run(server, sizes, args.probes, args.dimension, exact=not args.no_exact)
+        rows = run(server, sizes, args.probes, args.dimension, exact=not args.no_exact, members=args.members)
     print(json.dumps(rows, indent=2) if args.json else format_report(rows, args.dimension, shared_buffers))
     return 0
 
@@ -369,6 +373,12 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--sizes", default="1000,10000,100000", help="cluster counts to measure at")
     p.add_argument("--probes", type=int, default=300, help="timed assignments per size")
     p.add_argument("--dimension", type=int, default=256, help="centroid dimension")
+    p.add_argument(
+        "--members",
+        type=int,
+        default=MEMBERS,
+        help="members of each stored cluster (small clusters refresh their indexed centroid at every join)",
+    )
     p.add_argument(
         "--no-exact", action="store_true", help="skip timing the exact scan over every cluster's mean"
     )
