@@ -1,11 +1,22 @@
 -- Knowledge clusters (ultron/clusters/service.py).
 
--- name: nearest_cluster
--- The closest non-empty centroid of the tenant, through the HNSW index on knowledge_clusters.centroid.
-SELECT c.id, 1 - (c.centroid <=> CAST(:v AS vector)) AS similarity
+-- name: nearest_clusters
+-- The :limit closest non-empty centroids of the tenant, through the HNSW index on
+-- knowledge_clusters.centroid (refreshed only when it drifts), each with the EXACT cosine to the
+-- cluster's mean (unindexed): assignment re-ranks on it and decides the join on it.
+SELECT c.id, 1 - (c.mean <=> CAST(:v AS vector)) AS similarity
 FROM knowledge_clusters c
-WHERE c.tenant_id = :tenant_id AND c.member_count > 0 AND c.centroid IS NOT NULL
+WHERE c.tenant_id = :tenant_id AND c.member_count > 0 AND c.centroid IS NOT NULL AND c.mean IS NOT NULL
 ORDER BY c.centroid <=> CAST(:v AS vector)
+LIMIT :limit
+
+-- name: nearest_clusters_exact
+-- The reference implementation, for `ultron bench-clusters` only: the exact mean of every cluster of the
+-- tenant compared with the vector (a sequential pass; the bench turns index scans off).
+SELECT c.id, 1 - (c.mean <=> CAST(:v AS vector)) AS similarity
+FROM knowledge_clusters c
+WHERE c.tenant_id = :tenant_id AND c.member_count > 0 AND c.mean IS NOT NULL
+ORDER BY c.mean <=> CAST(:v AS vector)
 LIMIT 1
 
 -- name: clusters_ready_to_crystallize
@@ -36,14 +47,15 @@ ORDER BY n.added DESC, c.id
 LIMIT :limit
 
 -- name: cluster_memories
--- A bounded, representative sample: the members closest to the centroid first.
+-- A bounded, representative sample: the members closest to the centroid first (the exact mean's
+-- direction: the cosine distance ignores its length).
 SELECT m.id, m.memory_type, m.content, m.context, m.resolution, m.summary_l0, m.tags
 FROM cluster_members cm
 JOIN knowledge_clusters c ON c.id = cm.cluster_id
 JOIN memories m ON m.id = cm.memory_id
 WHERE cm.cluster_id = :cluster_id AND cm.tenant_id = :tenant_id AND m.status = 'active'
   AND m.scope = 'shared'  -- skills are tenant-wide: a private or group memory never feeds one
-ORDER BY cm.embedding <=> c.centroid, m.id
+ORDER BY cm.embedding <=> c.mean, m.id
 LIMIT :limit
 
 -- name: cluster_leavers
@@ -106,7 +118,7 @@ WHERE c.tenant_id = :tenant_id AND c.id = :cluster_id
 
 -- name: cluster_member_sample
 -- The members the caller may see (shared, its own, its groups'), closest to the centroid first.
-SELECT m.id, m.summary_l0 AS summary, m.memory_type, 1 - (cm.embedding <=> c.centroid) AS similarity
+SELECT m.id, m.summary_l0 AS summary, m.memory_type, 1 - (cm.embedding <=> c.mean) AS similarity
 FROM cluster_members cm
 JOIN knowledge_clusters c ON c.id = cm.cluster_id
 JOIN memories m ON m.id = cm.memory_id
@@ -114,7 +126,7 @@ WHERE cm.cluster_id = :cluster_id AND cm.tenant_id = :tenant_id AND m.status = '
   AND (m.scope = 'shared'
        OR (m.scope = 'private' AND m.agent_id = CAST(:agent_id AS uuid))
        OR (m.scope = 'group' AND m.group_name = ANY(CAST(:groups AS text[]))))
-ORDER BY cm.embedding <=> c.centroid, m.id
+ORDER BY cm.embedding <=> c.mean, m.id
 LIMIT :limit
 
 -- name: cluster_memories_for_revision
@@ -129,7 +141,7 @@ WHERE cm.cluster_id = :cluster_id AND cm.tenant_id = :tenant_id AND m.status = '
   AND m.scope = 'shared'  -- skills are tenant-wide: a private or group memory never feeds one
 ORDER BY cm.joined_at > :since DESC,
          left(replace(m.id::text, '-', ''), 8) = ANY(CAST(:cited AS text[])) DESC,
-         cm.embedding <=> c.centroid, m.id
+         cm.embedding <=> c.mean, m.id
 LIMIT :limit
 
 -- name: reembed_cluster_members

@@ -42,7 +42,8 @@ EXPECTED_QUERIES |= {
 
 # Knowledge clusters and skills (sql/clusters.sql, sql/skills.sql).
 EXPECTED_QUERIES |= {
-    "nearest_cluster",
+    "nearest_clusters",
+    "nearest_clusters_exact",
     "clusters_ready_to_crystallize",
     "clusters_ready_to_recrystallize",
     "cluster_memories",
@@ -176,3 +177,42 @@ def _req(content: str):  # type: ignore[no-untyped-def]
     from ultron.memory.schemas import UploadRequest
 
     return UploadRequest(content=content)
+
+
+def test_migration_0007_backfills_the_exact_mean_from_the_centroid(db_url):
+    """Existing clusters get mean = centroid * centroid_norm, with the centroid's dimension."""
+    db = Database(db_url)
+    try:
+        downgrade(db.engine, "0006_skill_files")
+        with db.engine.begin() as conn:
+            tenant = conn.execute(
+                text("INSERT INTO tenants (name) VALUES ('t0007') RETURNING id")
+            ).scalar_one()
+            conn.execute(text("ALTER TABLE knowledge_clusters ALTER COLUMN centroid TYPE vector(3)"))
+            conn.execute(
+                text(
+                    "INSERT INTO knowledge_clusters (tenant_id, centroid, centroid_norm, member_count) "
+                    "VALUES (:t, '[0.6,0.8,0]', 0.5, 2), (:t, NULL, 0, 0)"
+                ),
+                {"t": tenant},
+            )
+        upgrade_to_head(db.engine)
+        with db.engine.begin() as conn:
+            means = conn.execute(
+                text("SELECT mean::text FROM knowledge_clusters WHERE tenant_id = :t ORDER BY member_count"),
+                {"t": tenant},
+            ).scalars()
+            assert list(means) == [None, "[0.3,0.4,0]"]
+            typ = conn.execute(
+                text(
+                    "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
+                    "WHERE attrelid = 'knowledge_clusters'::regclass AND attname = 'mean'"
+                )
+            ).scalar_one()
+            assert typ == "vector(3)"
+            opts = conn.execute(
+                text("SELECT reloptions FROM pg_class WHERE oid = 'knowledge_clusters'::regclass")
+            ).scalar_one()
+            assert opts == ["fillfactor=80"]
+    finally:
+        db.dispose()

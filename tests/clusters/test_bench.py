@@ -16,11 +16,14 @@ def test_bench_clusters_reports_each_size_against_the_smallest(pg_server_url, ca
     rows = json.loads(capsys.readouterr().out)
     assert [r["clusters"] for r in rows] == [30, 300]  # sorted: the smallest is the baseline
     base = rows[0]
-    assert base["p50_ratio"] == base["p95_ratio"] == base["probe_p50_ratio"] == 1.0
+    assert base["p50_ratio"] == base["p95_ratio"] == base["probe_p50_ratio"] == base["exact_p50_ratio"] == 1.0
     for r in rows:
         assert r["probes"] == 20 and r["joined"] + r["started"] == 20
         assert r["joined"] >= 8 and r["started"] >= 8  # half the probes aim at a centroid, half at none
-        assert 0 < r["p50_ms"] <= r["p95_ms"] and r["probe_p50_ms"] > 0
+        assert 0 < r["p50_ms"] <= r["p95_ms"] and r["probe_p50_ms"] > 0 and r["exact_p50_ms"] > 0
+        # every join updates its cluster's row; with 50 members a join at cosine 0.9 leaves the indexed
+        # centroid alone, so (almost) all of those updates are HOT
+        assert r["updates"] == r["joined"] and r["hot_updates"] >= r["joined"] - 2
         assert abs(r["p50_ratio"] - r["p50_ms"] / base["p50_ms"]) < 0.01 * r["p50_ratio"] + 1e-3
         assert abs(r["p95_ratio"] - r["p95_ms"] / base["p95_ms"]) < 0.01 * r["p95_ratio"] + 1e-3
     assert 0 < rows[0]["index_mb"] < rows[1]["index_mb"]
@@ -34,3 +37,4 @@ def test_bench_clusters_text_report(pg_server_url, capsys):  # type: ignore[no-u
     assert main([*argv, "--dimension", "64"]) == 0
     out = capsys.readouterr().out
     assert "assignment at 40 clusters / at 20: p50 " in out and "the HNSW probe alone: p50 " in out
+    assert "an exact scan over every cluster's mean" in out and "upd/HOT" in out

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from sqlalchemy import func, select, text
 
-from ultron.clusters.service import topic_keywords, unit
+from ultron.clusters.service import CENTROID_DRIFT_COSINE, topic_keywords, unit
 from ultron.db.models import ClusterMember, KnowledgeCluster, Memory, Skill
 from ultron.sdk import Ultron
 from ultron.tenancy import local_actor
@@ -70,6 +70,14 @@ def test_assignment_at_and_just_below_the_threshold(chub):  # type: ignore[no-un
         assert s.scalar(select(func.count()).select_from(KnowledgeCluster)) == 2
 
 
+def _assert_exact(cluster, vectors) -> None:  # type: ignore[no-untyped-def]
+    """`mean` is the members' exact mean; the indexed centroid is within the drift bound of it."""
+    mean = np.mean([unit(np.asarray(v, dtype=np.float64)) for v in vectors], axis=0)
+    assert np.allclose(np.asarray(cluster.mean), mean, atol=1e-5)
+    assert abs(cluster.centroid_norm - np.linalg.norm(mean)) < 1e-5
+    assert float(unit(cluster.centroid) @ unit(mean)) >= CENTROID_DRIFT_COSINE - 1e-6
+
+
 def test_centroid_is_the_normalized_mean_after_joins_leaves_and_merges(chub):  # type: ignore[no-untyped-def]
     dim = chub.embedder.dimension
     rng = np.random.default_rng(7)
@@ -80,6 +88,7 @@ def test_centroid_is_the_normalized_mean_after_joins_leaves_and_merges(chub):  #
         members = [_join(chub, s, tenant, v, f"m{i}")[0] for i, v in enumerate(vectors)]
         cluster_id = s.get(ClusterMember, members[0].id).cluster_id
         assert {s.get(ClusterMember, m.id).cluster_id for m in members} == {cluster_id}
+        _assert_exact(s.get(KnowledgeCluster, cluster_id, populate_existing=True), vectors)
         chub.clusters.leave(s, tenant, members[1].id)  # a plain leave
         assert chub.memory.absorb(s, actor, members[2].id, members[3].id, 0.95)  # merge: the loser leaves
         s.execute(text("UPDATE memories SET status = 'archived' WHERE id = :id"), {"id": members[4].id})
@@ -95,14 +104,86 @@ def test_centroid_is_the_normalized_mean_after_joins_leaves_and_merges(chub):  #
         cluster = s.get(KnowledgeCluster, cluster_id, populate_existing=True)
         remaining = [m for m in members if s.get(ClusterMember, m.id) is not None]
         assert {m.id for m in remaining} == {members[i].id for i in (0, 2, 5, 6, 7)}
-        mean = unit(np.mean([unit(np.asarray(m.embedding, dtype=np.float64)) for m in remaining], axis=0))
         assert cluster.member_count == 5
-        assert np.allclose(np.asarray(cluster.centroid), mean, atol=1e-5)
+        _assert_exact(cluster, [m.embedding for m in remaining])
         # the last member leaving empties the cluster; it drops out of the nearest search
         for m in remaining:
             chub.clusters.leave(s, tenant, m.id)
         cluster = s.get(KnowledgeCluster, cluster_id, populate_existing=True)
-        assert cluster.member_count == 0 and cluster.centroid is None
+        assert cluster.member_count == 0 and cluster.centroid is None and cluster.mean is None
+
+
+def _stored(session, cluster_id):  # type: ignore[no-untyped-def]
+    return session.execute(
+        text("SELECT centroid::text AS centroid, mean::text AS mean FROM knowledge_clusters WHERE id = :id"),
+        {"id": cluster_id},
+    ).one()
+
+
+def _xact_updates(session) -> tuple[int, int]:  # type: ignore[no-untyped-def]
+    """Updates of knowledge_clusters counted by this backend, and how many of them were HOT (the counters
+    also hold earlier transactions not yet flushed to the statistics: compare differences)."""
+    row = session.execute(
+        text(
+            "SELECT pg_stat_get_xact_tuples_updated('knowledge_clusters'::regclass) AS n, "
+            "pg_stat_get_xact_tuples_hot_updated('knowledge_clusters'::regclass) AS hot"
+        )
+    ).one()
+    return row.n, row.hot
+
+
+def test_a_join_refreshes_the_indexed_centroid_only_when_it_drifts(chub):  # type: ignore[no-untyped-def]
+    dim = chub.embedder.dimension
+    close = _at_cos(dim, 0.9999)  # 0.8 degrees from e0: the mean moves, its direction hardly
+    with chub.db.session() as s:
+        tenant = _tenant(s)
+        _, cluster_id = _join(chub, s, tenant, _basis(dim, 0))
+        _join(chub, s, tenant, _basis(dim, 0))  # e0 again
+    with chub.db.session() as s:
+        before, counted = _stored(s, cluster_id), _xact_updates(s)
+        _, joined = _join(chub, s, tenant, close)
+        assert joined == cluster_id
+        s.expire_all()
+        after = _stored(s, cluster_id)
+        assert after.centroid == before.centroid  # not rewritten: no new HNSW element
+        assert after.mean != before.mean
+        n, hot = _xact_updates(s)
+        assert (n - counted[0], hot - counted[1]) == (1, 1)  # a HOT update: no index touched at all
+        _assert_exact(s.get(KnowledgeCluster, cluster_id), [_basis(dim, 0), _basis(dim, 0), close])
+    with chub.db.session() as s:
+        far = _at_cos(dim, 0.8)  # at the threshold: joins, and pulls the mean by about 9 degrees
+        counted = _xact_updates(s)
+        _, joined = _join(chub, s, tenant, far)
+        assert joined == cluster_id
+        s.expire_all()
+        cluster = s.get(KnowledgeCluster, cluster_id)
+        assert _stored(s, cluster_id).centroid != after.centroid
+        assert np.allclose(np.asarray(cluster.centroid), unit(cluster.mean), atol=1e-6)  # refreshed
+        n, hot = _xact_updates(s)
+        assert (n - counted[0], hot - counted[1]) == (1, 0)  # the indexed column changed: not HOT
+        _assert_exact(cluster, [_basis(dim, 0), _basis(dim, 0), close, far])
+
+
+def test_the_join_is_decided_on_the_exact_mean_not_the_stale_centroid(chub):  # type: ignore[no-untyped-def]
+    """A centroid left stale (within the drift bound) must not move the threshold: the exact cosine to
+    the mean decides."""
+    dim = chub.embedder.dimension
+    with chub.db.session() as s:
+        tenant = _tenant(s)
+        _, cluster_id = _join(chub, s, tenant, _basis(dim, 0))
+        # the mean drifts slightly towards e1 without a refresh (cosine to the centroid stays >= 0.999)
+        _join(chub, s, tenant, _at_cos(dim, 0.9985))
+        cluster = s.get(KnowledgeCluster, cluster_id, populate_existing=True)
+        assert np.allclose(np.asarray(cluster.centroid), _basis(dim, 0))  # still e0
+        m = unit(cluster.mean)
+        # a vector at exactly the threshold from the EXACT mean, on the far side from the drift: its
+        # cosine to the stale centroid is below the threshold, to the mean it is at it
+        theta = np.arccos(0.8)
+        phi = np.arctan2(m[1], m[0])
+        at_mean = np.cos(phi + theta) * _basis(dim, 0) + np.sin(phi + theta) * _basis(dim, 1)
+        assert float(at_mean @ _basis(dim, 0)) < 0.8 - 1e-4
+        _, joined = _join(chub, s, tenant, at_mean)
+        assert joined == cluster_id
 
 
 def test_readiness_at_exactly_five_and_after_exactly_three_new_members(chub):  # type: ignore[no-untyped-def]

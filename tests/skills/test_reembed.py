@@ -52,6 +52,7 @@ def test_reembed_re_embeds_skills_and_keeps_clusters_with_their_skills(settings)
                 ).all()
                 assert all(v.same for v in vectors)
                 mean = np.mean([v.embedding.to_numpy() for v in vectors], axis=0)
+                assert np.allclose(np.asarray(cluster.mean), mean, atol=1e-5)  # the exact mean
                 assert np.allclose(np.asarray(cluster.centroid), mean / np.linalg.norm(mean), atol=1e-5)
                 assert abs(cluster.centroid_norm - np.linalg.norm(mean)) < 1e-5
         # Nothing drains, nothing is clustered or crystallized again under a new slug.

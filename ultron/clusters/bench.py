@@ -2,8 +2,12 @@
 
 Each size gets its own scratch database on one server: N clusters with random unit centroids go in by
 binary COPY, then the HNSW index on the centroids is built and the table analyzed. Then every probe is
-one `ClusterService.assign` in its own transaction -- the HNSW probe for the nearest centroid, the row
-lock, the running-mean update and the member insert -- timed up to (not including) the commit. Half
+one `ClusterService.assign` in its own transaction -- the HNSW probe for the nearest centroids, the row
+lock, the running-mean update and the member insert -- timed up to (not including) the commit. The
+HNSW probe alone is timed too, and so is the reference implementation's exact scan (the vector compared
+with every cluster's mean, index scans off), which grows linearly with the clusters. Each assignment also
+reads its transaction's update counters: how many cluster rows were updated, and how many of those were
+HOT (the indexed centroid left alone, so no new HNSW element). Half
 the probe vectors lie at cosine ~0.9 from a stored centroid (they join it), half are random (they start
 a cluster: at the bench's threshold of 0.75 no random centroid is that close in 64+ dimensions). The
 first 1000 centroids, and so the probe vectors, are the same in every database. Probes are interleaved
@@ -39,6 +43,8 @@ from ultron.config import Settings
 
 THRESHOLD = 0.75
 JOIN_COSINE = 0.9
+MEAN_NORM = 0.8  # each stored cluster's mean has this length
+MEMBERS = 50  # and this many members (a join at cosine 0.9 moves a 5-member mean past the drift bound)
 TARGETS = 1000  # centroids shared by every size; joins aim at these
 FILL_BATCH = 10_000
 SEED = 11
@@ -91,20 +97,40 @@ class Size:
     index_mb: float = 0.0
     assign_ms: list[float] = field(default_factory=list)
     probe_ms: list[float] = field(default_factory=list)
+    exact_ms: list[float] = field(default_factory=list)
     joined: int = 0
     started: int = 0
+    updates: int = 0
+    hot_updates: int = 0
 
-    def assign(self, index: int, vector: np.ndarray, record: bool) -> None:
+    def assign(self, index: int, vector: np.ndarray, record: bool, exact: bool) -> None:
+        from ultron.clusters.service import PROBE_CANDIDATES
         from ultron.db.queries import q
 
+        params = {"tenant_id": self.tenant_id, "v": vector, "limit": PROBE_CANDIDATES}
         with self.db.session() as s:  # the HNSW probe alone, for comparison
             before = time.perf_counter()
-            s.execute(q("nearest_cluster"), {"tenant_id": self.tenant_id, "v": vector}).first()
+            s.execute(q("nearest_clusters"), params).all()
             probe = (time.perf_counter() - before) * 1000.0
+        if exact:  # the reference implementation: every cluster's mean compared, no index
+            with self.db.session() as s:
+                s.execute(text("SET LOCAL enable_indexscan = off"))
+                before = time.perf_counter()
+                s.execute(q("nearest_clusters_exact"), params).first()
+                self.exact_ms.append((time.perf_counter() - before) * 1000.0)
+        # This backend's update counters (they also hold earlier transactions not yet flushed to the
+        # statistics, so the difference across the assignment is what it did).
+        counters = text(
+            "SELECT pg_stat_get_xact_tuples_updated(CAST(:t AS regclass)), "
+            "pg_stat_get_xact_tuples_hot_updated(CAST(:t AS regclass))"
+        )
         with self.db.session() as s:
+            updated0, hot0 = s.execute(counters, {"t": "knowledge_clusters"}).one()
             before = time.perf_counter()
             cluster_id = self.service.assign(s, self.tenant_id, self.memory_ids[index], vector)
             elapsed = (time.perf_counter() - before) * 1000.0
+            updated, hot = s.execute(counters, {"t": "knowledge_clusters"}).one()
+            updated, hot = updated - updated0, hot - hot0
             fresh = s.execute(
                 text("SELECT member_count = 1 FROM knowledge_clusters WHERE id = :id"), {"id": cluster_id}
             ).scalar_one()
@@ -113,9 +139,13 @@ class Size:
             self.probe_ms.append(probe)
             self.started += int(fresh)
             self.joined += int(not fresh)
+            self.updates += int(updated)
+            self.hot_updates += int(hot)
 
 
-def _fill(db: Any, tenant_id: uuid.UUID, size: int, dimension: int, memories: int) -> float:
+def _fill(
+    db: Any, tenant_id: uuid.UUID, size: int, dimension: int, memories: int, members: int = MEMBERS
+) -> float:
     """COPY `size` clusters in, then build the HNSW index and analyze; insert the probes' memories."""
     from ultron.db.vectors import HNSW_EF_CONSTRUCTION, HNSW_M
 
@@ -126,13 +156,13 @@ def _fill(db: Any, tenant_id: uuid.UUID, size: int, dimension: int, memories: in
         with conn.transaction():
             conn.execute(f"DROP INDEX IF EXISTS {INDEX}")
             with conn.cursor().copy(
-                "COPY knowledge_clusters (tenant_id, centroid, centroid_norm, member_count) "
+                "COPY knowledge_clusters (tenant_id, centroid, mean, centroid_norm, member_count) "
                 "FROM STDIN WITH (FORMAT BINARY)"
             ) as copy:
-                copy.set_types(["uuid", "vector", "float8", "int4"])
+                copy.set_types(["uuid", "vector", "vector", "float8", "int4"])
                 for batch in centroids(size, dimension):
                     for c in batch:
-                        copy.write_row((tenant_id, c, 0.8, 5))
+                        copy.write_row((tenant_id, c, c * np.float32(MEAN_NORM), MEAN_NORM, members))
             conn.execute("SET LOCAL maintenance_work_mem = '512MB'")
             conn.execute(
                 f"CREATE INDEX {INDEX} ON knowledge_clusters USING hnsw (centroid vector_cosine_ops) "
@@ -180,6 +210,12 @@ def report_rows(sizes: list[Size]) -> list[dict[str, Any]]:
                 "p95_ratio": round(p95 / _pct(base.assign_ms, 0.95), 3),
                 "probe_p50_ms": round(_pct(z.probe_ms, 0.5), 3),
                 "probe_p50_ratio": round(_pct(z.probe_ms, 0.5) / _pct(base.probe_ms, 0.5), 3),
+                "exact_p50_ms": round(_pct(z.exact_ms, 0.5), 3) if z.exact_ms else None,
+                "exact_p50_ratio": (
+                    round(_pct(z.exact_ms, 0.5) / _pct(base.exact_ms, 0.5), 3) if base.exact_ms else None
+                ),
+                "updates": z.updates,
+                "hot_updates": z.hot_updates,
             }
         )
     return rows
@@ -191,15 +227,22 @@ def format_report(rows: list[dict[str, Any]], dimension: int, shared_buffers: st
         "ClusterService.assign per probe (nearest-centroid probe, row lock, running mean, member "
         "insert), commit excluded; probes interleaved across sizes",
         f"{'clusters':>9} {'fill s':>7} {'index':>8} {'probes':>6} {'joined':>6} {'started':>7} "
-        f"{'p50':>9} {'p95':>9} {'mean':>9} {'p50 x':>6} {'p95 x':>6} {'probe p50':>10} {'x':>6}",
+        f"{'p50':>9} {'p95':>9} {'mean':>9} {'p50 x':>6} {'p95 x':>6} {'probe p50':>10} {'x':>6} "
+        f"{'exact p50':>10} {'x':>7} {'upd/HOT':>9}",
     ]
     for r in rows:
+        exact = (
+            f"{r['exact_p50_ms']:>8.3f}ms {r['exact_p50_ratio']:>6.2f}x"
+            if r["exact_p50_ms"] is not None
+            else f"{'-':>10} {'-':>7}"
+        )
         lines.append(
             f"{r['clusters']:>9} {r['fill_s']:>7.1f} {r['index_mb']:>6.1f}MB {r['probes']:>6} "
             f"{r['joined']:>6} {r['started']:>7} "
             f"{r['p50_ms']:>7.3f}ms {r['p95_ms']:>7.3f}ms {r['mean_ms']:>7.3f}ms "
             f"{r['p50_ratio']:>5.2f}x {r['p95_ratio']:>5.2f}x "
-            f"{r['probe_p50_ms']:>8.3f}ms {r['probe_p50_ratio']:>5.2f}x"
+            f"{r['probe_p50_ms']:>8.3f}ms {r['probe_p50_ratio']:>5.2f}x "
+            f"{exact} {r['updates']:>4}/{r['hot_updates']:<4}"
         )
     first, last = rows[0], rows[-1]
     lines += [
@@ -207,6 +250,15 @@ def format_report(rows: list[dict[str, Any]], dimension: int, shared_buffers: st
         f"assignment at {last['clusters']} clusters / at {first['clusters']}: p50 {last['p50_ratio']:.2f}x, "
         f"p95 {last['p95_ratio']:.2f}x (the HNSW probe alone: p50 {last['probe_p50_ratio']:.2f}x)",
     ]
+    if last["exact_p50_ratio"] is not None:
+        lines.append(
+            f"an exact scan over every cluster's mean (the reference implementation, index scans off): "
+            f"p50 {last['exact_p50_ratio']:.2f}x"
+        )
+    lines.append(
+        "upd/HOT: cluster row updates by the timed joins, and how many were HOT (no index entry: the "
+        "indexed centroid was left alone)"
+    )
     return "\n".join(lines)
 
 
@@ -233,7 +285,13 @@ def _open(server: str, name: str, dimension: int) -> tuple[Any, Any, uuid.UUID]:
 
 
 def run(
-    server: str, sizes: list[int], probes: int, dimension: int, warmup: int | None = None
+    server: str,
+    sizes: list[int],
+    probes: int,
+    dimension: int,
+    warmup: int | None = None,
+    exact: bool = True,
+    members: int = MEMBERS,
 ) -> list[dict[str, Any]]:
     """Fill one scratch database per size on `server`, run the interleaved probes, drop the databases."""
     from ultron.bench import _admin_url
@@ -251,7 +309,7 @@ def run(
             size = Size(n, db, service, tenant_id)
             opened.append(size)
             print(f"filling {n} clusters...", file=sys.stderr)
-            size.fill_s = _fill(db, tenant_id, n, dimension, warmup + probes)
+            size.fill_s = _fill(db, tenant_id, n, dimension, warmup + probes, members)
             with db.session() as s:
                 size.memory_ids = list(
                     s.execute(text("SELECT id FROM memories ORDER BY id")).scalars()  # probe i uses row i
@@ -263,7 +321,7 @@ def run(
         for i, vector in enumerate(vectors):
             shift = i % len(opened)
             for size in opened[shift:] + opened[:shift]:
-                size.assign(i, vector, record=i >= warmup)
+                size.assign(i, vector, record=i >= warmup, exact=exact and i >= warmup)
     finally:
         for size in opened:
             size.db.dispose()
@@ -299,12 +357,12 @@ def run_command(args: argparse.Namespace) -> int:
     from ultron.bench import _admin_url
 
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
-    if not sizes or min(sizes) < 1 or args.probes < 1:
-        raise ValueError("--sizes needs positive cluster counts and --probes a positive number")
+    if not sizes or min(sizes) < 1 or args.probes < 1 or args.members < 1:
+        raise ValueError("--sizes needs positive cluster counts, --probes and --members positive numbers")
     with _server(args.database_url) as server:
         with psycopg.connect(_admin_url(server)) as conn:
             shared_buffers = str(conn.execute("SHOW shared_buffers").fetchone()[0])  # type: ignore[index]
-        rows = run(server, sizes, args.probes, args.dimension)
+        rows = run(server, sizes, args.probes, args.dimension, exact=not args.no_exact, members=args.members)
     print(json.dumps(rows, indent=2) if args.json else format_report(rows, args.dimension, shared_buffers))
     return 0
 
@@ -315,5 +373,14 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--sizes", default="1000,10000,100000", help="cluster counts to measure at")
     p.add_argument("--probes", type=int, default=300, help="timed assignments per size")
     p.add_argument("--dimension", type=int, default=256, help="centroid dimension")
+    p.add_argument(
+        "--members",
+        type=int,
+        default=MEMBERS,
+        help="members of each stored cluster (small clusters refresh their indexed centroid at every join)",
+    )
+    p.add_argument(
+        "--no-exact", action="store_true", help="skip timing the exact scan over every cluster's mean"
+    )
     p.add_argument("--json", action="store_true", help="print the rows as JSON")
     p.set_defaults(func=run_command)

@@ -1,9 +1,12 @@
 """Knowledge clusters in the database.
 
-A new memory joins the nearest centroid (one HNSW probe, `nearest_cluster`) when the cosine reaches
-`settings.cluster_threshold`, else it starts a cluster. The centroid is the members' mean vector kept
-incrementally under the cluster's row lock: stored normalized (for the cosine index) with the mean's length
-in `centroid_norm`, so a member can also leave exactly, without re-reading the others.
+A new memory joins the nearest cluster when the cosine to the cluster's exact mean reaches
+`settings.cluster_threshold`, else it starts a cluster. Candidates come from one HNSW probe on the
+indexed `centroid` (`nearest_clusters`); the join is decided on the exact mean, re-read under the
+cluster's row lock. The mean (`mean`, not normalized, not indexed; its length in `centroid_norm`) is kept
+incrementally, so a member can also leave exactly, without re-reading the others. The indexed centroid
+is the mean's direction as of its last refresh, rewritten only when the mean has drifted past
+CENTROID_DRIFT_COSINE: most joins then update no indexed column (a HOT update, no HNSW insert).
 """
 
 from __future__ import annotations
@@ -27,6 +30,15 @@ from ultron.providers.tokens import truncate_to_tokens
 
 ZERO_UUID = "00000000-0000-0000-0000-000000000000"
 SIM_TOLERANCE = 1e-6
+# The indexed centroid is rewritten when its cosine to the exact mean falls below this (2.6 degrees).
+# The index only proposes candidates; a stale centroid can at worst rank a cluster a little off, which
+# PROBE_CANDIDATES absorbs: the join itself is decided on the exact mean. A cluster of n members moves by
+# about sin(angle of the new member)/(n+1) per join, so small clusters refresh at almost every join and
+# large ones rarely (a join at cosine 0.75, 41 degrees, refreshes every time below ~15 members, then about
+# at most once per ~n/15 joins). A power-of-two rule on member_count would refresh too often when members
+# agree and too late when a few outliers pull the mean; the cosine is what the probe's ranking depends on.
+CENTROID_DRIFT_COSINE = 0.999
+PROBE_CANDIDATES = 4  # HNSW candidates re-ranked on the exact mean (the walk computes ef_search anyway)
 TOPIC_WORDS = 4
 TOPIC_SAMPLE = 20
 TOPIC_TEXT_TOKENS = 48  # each member's line in the naming prompt
@@ -50,15 +62,26 @@ def unit(vector: Any) -> np.ndarray:
 
 
 def _mean_of(cluster: KnowledgeCluster) -> np.ndarray:
-    return np.asarray(cluster.centroid, dtype=np.float64) * cluster.centroid_norm
+    return np.asarray(cluster.mean, dtype=np.float64)
+
+
+def centroid_drifted(centroid: Any, mean: np.ndarray) -> bool:
+    """Whether the indexed centroid is too far from the exact mean's direction (or missing)."""
+    if centroid is None:
+        return True
+    return float(unit(centroid) @ unit(mean)) < CENTROID_DRIFT_COSINE
 
 
 def _set_mean(cluster: KnowledgeCluster, mean: np.ndarray, count: int) -> None:
+    """The exact mean always; the indexed centroid only when it has drifted (else the row update
+    touches no indexed column and is HOT: no new HNSW element)."""
     norm = float(np.linalg.norm(mean))
     if count <= 0 or norm == 0:
-        cluster.centroid, cluster.centroid_norm, cluster.member_count = None, 0.0, 0
+        cluster.centroid, cluster.mean, cluster.centroid_norm, cluster.member_count = None, None, 0.0, 0
     else:
-        cluster.centroid = (mean / norm).astype(np.float32)
+        if centroid_drifted(cluster.centroid, mean):
+            cluster.centroid = (mean / norm).astype(np.float32)
+        cluster.mean = mean.astype(np.float32)
         cluster.centroid_norm, cluster.member_count = norm, count
     cluster.updated_at = datetime.now(UTC)
 
@@ -93,15 +116,20 @@ class ClusterService:
     def assign(self, session: Session, tenant_id: UUID, memory_id: UUID, vector: Any) -> UUID:
         """Join the nearest cluster at or above the threshold, else start one; in the caller's transaction."""
         v = unit(vector)
-        row = session.execute(
-            q("nearest_cluster"), {"tenant_id": tenant_id, "v": v.astype(np.float32)}
-        ).first()
-        cluster = None
+        rows = session.execute(
+            q("nearest_clusters"),
+            {"tenant_id": tenant_id, "v": v.astype(np.float32), "limit": PROBE_CANDIDATES},
+        ).all()
         # The tolerance absorbs float32 storage: a vector exactly at the threshold joins.
-        if row is not None and float(row.similarity) >= self.settings.cluster_threshold - SIM_TOLERANCE:
-            cluster = session.get(KnowledgeCluster, row.id, with_for_update=True, populate_existing=True)
-            if cluster is not None and (cluster.member_count == 0 or cluster.centroid is None):
+        floor = self.settings.cluster_threshold - SIM_TOLERANCE
+        best = max(rows, key=lambda r: float(r.similarity), default=None)
+        cluster = None
+        if best is not None and float(best.similarity) >= floor:
+            cluster = session.get(KnowledgeCluster, best.id, with_for_update=True, populate_existing=True)
+            if cluster is not None and (cluster.member_count == 0 or cluster.mean is None):
                 cluster = None  # emptied since the probe
+            elif cluster is not None and float(unit(cluster.mean) @ v) < floor:
+                cluster = None  # its mean moved away since the probe (the exact check, under the lock)
         if cluster is None:
             cluster = KnowledgeCluster(tenant_id=tenant_id, member_count=0, centroid_norm=0.0)
             _set_mean(cluster, v, 1)  # before the INSERT: one row version, one HNSW entry
@@ -131,7 +159,7 @@ class ClusterService:
         )
         assert cluster is not None
         n = cluster.member_count
-        if cluster.centroid is None or member.embedding is None:
+        if cluster.mean is None or member.embedding is None:
             # Vectors cleared by a re-embed (ultron/db/vectors.py): the cluster only drains.
             cluster.member_count = max(0, n - 1)
         elif n <= 1:

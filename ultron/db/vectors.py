@@ -13,11 +13,12 @@ from ultron.errors import EmbeddingModelMismatch
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 64
 
-# The Skill Hub's vectors share the profile (migration 0005): cluster centroids and skills are searched
-# through HNSW; a member's join vector is only read back when it leaves. After a re-embed (clear=True)
-# they are empty until `run_initial_clustering()` rebuilds the clusters (ultron/clusters/).
+# The Skill Hub's vectors share the profile (migrations 0005, 0007): cluster centroids and skills are
+# searched through HNSW; a cluster's exact mean and a member's join vector are not indexed. After a
+# re-embed (clear=True) `ultron reembed` recomputes them all (ultron/memory/reembed.py).
 EXTRA_VECTORS = (
     ("knowledge_clusters", "centroid"),
+    ("knowledge_clusters", "mean"),
     ("cluster_members", "embedding"),
     ("skills", "embedding"),
 )

@@ -120,8 +120,9 @@ def _skills(conn: Connection, embedder: Embedder, batch_size: int, progress: Pro
 
 
 def _clusters(conn: Connection, batch_size: int) -> int:
-    """Members take their memory's new vector; each centroid becomes their normalized mean, its length
-    in centroid_norm (the running-mean invariant of ultron/clusters/service.py)."""
+    """Members take their memory's new vector; each cluster's exact mean becomes their mean (its length in
+    centroid_norm) and its indexed centroid the normalized mean (the invariants of
+    ultron/clusters/service.py)."""
     conn.execute(q("reembed_cluster_members"))
     done, after = 0, ZERO_UUID
     while True:
@@ -134,11 +135,12 @@ def _clusters(conn: Connection, batch_size: int) -> int:
             norm = float(np.linalg.norm(mean))
             # No member vector (an empty cluster): no centroid, so it drops out of assignment.
             centroid = (mean / norm).astype(np.float32) if norm > 0 else None
-            updates.append({"id": r.id, "c": centroid, "norm": norm, "n": r.members})
+            exact = mean.astype(np.float32) if norm > 0 else None
+            updates.append({"id": r.id, "c": centroid, "m": exact, "norm": norm, "n": r.members})
         conn.execute(
             text(
-                "UPDATE knowledge_clusters SET centroid = CAST(:c AS vector), centroid_norm = :norm, "
-                "member_count = :n, updated_at = now() WHERE id = :id"
+                "UPDATE knowledge_clusters SET centroid = CAST(:c AS vector), mean = CAST(:m AS vector), "
+                "centroid_norm = :norm, member_count = :n, updated_at = now() WHERE id = :id"
             ),
             updates,
         )
