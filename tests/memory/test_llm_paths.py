@@ -105,3 +105,25 @@ def test_merge_with_the_llm_down_keeps_the_text_and_counts_the_hit(make_hub, fak
     assert rec.hit_count == 1 and rec.contributions == 2 and rec.tags == ["nightly"]
     assert np.allclose(before, stored_embedding(hub, first.id))
     assert len(fake_openai.requests) > 0  # it did try the LLM
+
+
+def test_the_dedup_probe_runs_twice_only_when_a_chat_model_judges(make_hub, fake_openai):
+    """With an LLM judge the neighbours are probed before the lock (the judge is asked outside it) and
+    again under it; offline the judge is local, and one probe under the lock is enough."""
+    from sqlalchemy import event
+
+    def probes_per_upload(hub) -> int:  # type: ignore[no-untyped-def]
+        seen: list[str] = []
+
+        def count(conn, cursor, statement, *args):  # type: ignore[no-untyped-def]
+            if "The nearest active memories of one type" in statement:
+                seen.append(statement)
+
+        event.listen(hub.db.engine, "before_cursor_execute", count)
+        upload(hub, FIRST)
+        event.remove(hub.db.engine, "before_cursor_execute", count)
+        return len(seen)
+
+    assert probes_per_upload(make_hub()) == 1
+    fake_openai.reply_fn = answer_by_prompt({})
+    assert probes_per_upload(llm_hub(make_hub, fake_openai)) == 2

@@ -222,11 +222,14 @@ class MemoryService:
 
     def _upload(self, session: Session, actor: Actor, req: UploadRequest) -> UploadResult:
         p = self._prepare(req, actor)
-        # Ask the (slow) judge before taking the lock; re-checked under the lock below.
         judged: dict[UUID, bool] = {}
-        for memory_id, sim in self._nearest(session, actor, p)[:1]:
-            if self.soft_threshold <= sim < self.hard_threshold:
-                judged[memory_id] = self._judge(session, p, memory_id)
+        if getattr(self.intelligence, "llm_available", False):
+            # A chat model judges the soft band: ask it before taking the lock, so the lock is never held
+            # across a network call; the neighbours are re-checked under the lock below. The offline judge
+            # is a local heuristic, so offline the one probe under the lock is all an upload needs.
+            for memory_id, sim in self._nearest(session, actor, p)[:1]:
+                if self.soft_threshold <= sim < self.hard_threshold:
+                    judged[memory_id] = self._judge(session, p, memory_id)
         owner = str(actor.agent_id) if p.scope == "private" else (p.group or "")
         session.execute(
             text("SELECT pg_advisory_xact_lock(:ns, :key)"),
