@@ -9,12 +9,14 @@ from typing import TYPE_CHECKING
 from uuid import UUID
 
 from pydantic import BaseModel, Field
-from sqlalchemy import or_, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from ultron.db.models import EvolutionRecord, KnowledgeCluster, Skill
+from ultron.db.models import KnowledgeCluster, Skill
 from ultron.db.queries import q
 from ultron.errors import NotFound
+from ultron.skills.format import Version
+from ultron.skills.schemas import EvolutionEntry
 from ultron.tenancy import Actor
 
 if TYPE_CHECKING:
@@ -22,10 +24,6 @@ if TYPE_CHECKING:
 
 MAX_SKILLS = 500
 HISTORY_ROWS = 100
-
-
-def _version(major: int, minor: int, patch: int) -> str:
-    return f"{major}.{minor}.{patch}"
 
 
 class SkillRow(BaseModel):
@@ -68,21 +66,6 @@ class ClusterInfo(BaseModel):
     next_attempt_at: datetime | None
 
 
-class EvolutionRow(BaseModel):
-    id: int
-    trigger: str
-    status: str
-    skill_slug: str | None
-    old_version: str | None
-    new_version: str | None
-    old_score: float | None
-    new_score: float | None
-    detail: str
-    memories: int = Field(..., description="members the synthesizer was shown")
-    started_at: datetime
-    finished_at: datetime | None
-
-
 class SkillDetail(BaseModel):
     slug: str
     name: str
@@ -96,7 +79,7 @@ class SkillDetail(BaseModel):
     versions: list[SkillVersion] = Field(..., description="newest first")
     skill_md: str = Field(..., description="the shown version's SKILL.md")
     cluster: ClusterInfo | None
-    history: list[EvolutionRow] = Field(
+    history: list[EvolutionEntry] = Field(
         ..., description="the source cluster's evolution records, newest first"
     )
 
@@ -108,7 +91,7 @@ def list_skills(session: Session, actor: Actor, threshold: int, delta: int) -> S
             slug=r.slug,
             name=r.name,
             description=r.description,
-            version=_version(r.version_major, r.version_minor, r.version_patch),
+            version=str(Version(r.version_major, r.version_minor, r.version_patch)),
             status=r.status,
             score=r.score,
             versions=r.versions,
@@ -146,39 +129,8 @@ def _versions(session: Session, actor: Actor, slug: str) -> list[SkillVersion]:
         .order_by(Skill.version_major.desc(), Skill.version_minor.desc(), Skill.version_patch.desc())
     ).all()
     return [
-        SkillVersion(version=_version(*r[:3]), status=r.status, score=r.score, created_at=r.created_at)
+        SkillVersion(version=str(Version(*r[:3])), status=r.status, score=r.score, created_at=r.created_at)
         for r in rows
-    ]
-
-
-def _history(session: Session, actor: Actor, skill: Skill) -> list[EvolutionRow]:
-    # The cluster's records cover every attempt, failed ones and those under a former slug; a skill whose
-    # cluster is gone (or that was saved without one) still has the records that name its slug.
-    match = EvolutionRecord.skill_slug == skill.slug
-    if skill.source_cluster_id is not None:
-        match = or_(match, EvolutionRecord.cluster_id == skill.source_cluster_id)
-    records = session.scalars(
-        select(EvolutionRecord)
-        .where(EvolutionRecord.tenant_id == actor.tenant_id, match)
-        .order_by(EvolutionRecord.started_at.desc(), EvolutionRecord.id.desc())
-        .limit(HISTORY_ROWS)
-    )
-    return [
-        EvolutionRow(
-            id=r.id,
-            trigger=r.trigger,
-            status=r.status,
-            skill_slug=r.skill_slug,
-            old_version=r.old_version,
-            new_version=r.new_version,
-            old_score=r.old_score,
-            new_score=r.new_score,
-            detail=r.detail,
-            memories=len(r.memory_ids),
-            started_at=r.started_at,
-            finished_at=r.finished_at,
-        )
-        for r in records
     ]
 
 
@@ -207,7 +159,7 @@ def skill_detail(
         slug=skill.slug,
         name=skill.name,
         description=skill.description,
-        version=_version(skill.version_major, skill.version_minor, skill.version_patch),
+        version=str(Version(skill.version_major, skill.version_minor, skill.version_patch)),
         latest_version=versions[0].version,
         status=skill.status,
         score=skill.score,
@@ -216,5 +168,5 @@ def skill_detail(
         versions=versions,
         skill_md=skills.skill_md(skill),
         cluster=_cluster(session, actor, skill.source_cluster_id),
-        history=_history(session, actor, skill),
+        history=skills.history(session, actor.tenant_id, slug, HISTORY_ROWS),
     )

@@ -808,7 +808,7 @@ function historyCard(history) {
       h("td", {}, h("span", { class: `chip outcome-${OUTCOME_CLASS[r.status] || "info"}` }, r.status.replace("_", " "))),
       h("td", {}, arrow(r.old_version, r.new_version)),
       h("td", { class: "nowrap" }, r.old_score !== null ? `${scoreText(r.old_score)} → ${scoreText(r.new_score)}` : scoreText(r.new_score)),
-      h("td", { class: "muted" }, r.detail || `from ${fmt(r.memories)} memories`))))));
+      h("td", { class: "muted" }, r.detail || `from ${fmt(r.memory_ids.length)} memories`))))));
   return card;
 }
 
