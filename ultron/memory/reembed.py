@@ -72,51 +72,66 @@ def reembed(settings: Settings, *, batch_size: int = 128, progress: Progress | N
 def _memories(
     conn: Connection, embedder: Embedder, batch_size: int, total: int, progress: Progress | None
 ) -> int:
-    done, last_id = 0, None
-    while True:
-        rows = conn.execute(
-            text(
-                "SELECT id, content, context, resolution FROM memories "
-                "WHERE CAST(:last AS uuid) IS NULL OR id > CAST(:last AS uuid) ORDER BY id LIMIT :n"
-            ),
-            {"last": last_id, "n": batch_size},
-        ).all()
-        if not rows:
-            return done
-        vectors = embedder.embed([embedding_text(r.content, r.context, r.resolution) for r in rows])
-        conn.execute(
-            text("UPDATE memories SET embedding = CAST(:v AS vector) WHERE id = :id"),
-            [{"id": r.id, "v": np.asarray(v, dtype=np.float32)} for r, v in zip(rows, vectors, strict=True)],
-        )
-        done += len(rows)
-        last_id = rows[-1].id
-        if progress:
-            progress(done, total, "re-embedding")
+    return _reembed_rows(
+        conn,
+        embedder,
+        "memories",
+        ("content", "context", "resolution"),
+        embedding_text,
+        batch_size,
+        total,
+        progress,
+        "re-embedding",
+    )
 
 
 def _skills(conn: Connection, embedder: Embedder, batch_size: int, progress: Progress | None) -> int:
     """Every version of every skill (old and superseded ones too: the column holds one model)."""
     total = conn.execute(text("SELECT count(*) FROM skills")).scalar_one()
+    return _reembed_rows(
+        conn,
+        embedder,
+        "skills",
+        ("name", "description", "body"),
+        skill_embedding_text,
+        batch_size,
+        total,
+        progress,
+        "re-embedding skills",
+    )
+
+
+def _reembed_rows(
+    conn: Connection,
+    embedder: Embedder,
+    table: str,
+    columns: tuple[str, ...],
+    text_of: Callable[..., str],
+    batch_size: int,
+    total: int,
+    progress: Progress | None,
+    label: str,
+) -> int:
+    """Every row of `table` (our own table and column names, never input) in keyset pages of batch_size:
+    the text `text_of(*columns)` embedded with the new model into `embedding`."""
     done, last_id = 0, ZERO_UUID
+    select_page = text(
+        f"SELECT id, {', '.join(columns)} FROM {table} WHERE id > CAST(:last AS uuid) ORDER BY id LIMIT :n"
+    )
+    update = text(f"UPDATE {table} SET embedding = CAST(:v AS vector) WHERE id = :id")
     while True:
-        rows = conn.execute(
-            text(
-                "SELECT id, name, description, body FROM skills "
-                "WHERE id > CAST(:last AS uuid) ORDER BY id LIMIT :n"
-            ),
-            {"last": last_id, "n": batch_size},
-        ).all()
+        rows = conn.execute(select_page, {"last": last_id, "n": batch_size}).all()
         if not rows:
             return done
-        vectors = embedder.embed([skill_embedding_text(r.name, r.description, r.body) for r in rows])
+        vectors = embedder.embed([text_of(*(getattr(r, c) for c in columns)) for r in rows])
         conn.execute(
-            text("UPDATE skills SET embedding = CAST(:v AS vector) WHERE id = :id"),
+            update,
             [{"id": r.id, "v": np.asarray(v, dtype=np.float32)} for r, v in zip(rows, vectors, strict=True)],
         )
         done += len(rows)
         last_id = str(rows[-1].id)
         if progress:
-            progress(done, total, "re-embedding skills")
+            progress(done, total, label)
 
 
 def _clusters(conn: Connection, batch_size: int) -> int:
