@@ -78,28 +78,9 @@ WHERE m.tenant_id = :tenant_id AND m.status = 'active' AND m.scope = 'shared' AN
 ORDER BY m.id
 LIMIT :limit
 
--- name: list_clusters_page
--- Non-empty clusters, largest first, with what the next evolution cycle would do with each (the same
--- conditions as clusters_ready_to_crystallize / clusters_ready_to_recrystallize).
-SELECT c.id, c.topic, c.member_count, c.skill_slug, c.created_at, c.updated_at,
-       CASE
-           WHEN c.next_attempt_at IS NOT NULL AND c.next_attempt_at > now() THEN NULL
-           WHEN c.skill_slug IS NULL AND c.member_count >= :threshold THEN 'crystallize'
-           WHEN c.skill_slug IS NOT NULL AND (
-               SELECT count(*) FROM cluster_members cm
-               WHERE cm.cluster_id = c.id
-                 AND cm.joined_at > coalesce(
-                     (SELECT max(s.created_at) FROM skills s
-                      WHERE s.tenant_id = c.tenant_id AND s.slug = c.skill_slug), '-infinity')
-           ) >= :delta THEN 'recrystallize'
-       END AS readiness
-FROM knowledge_clusters c
-WHERE c.tenant_id = :tenant_id AND c.member_count > 0
-ORDER BY c.member_count DESC, c.id
-LIMIT :limit OFFSET :offset
-
--- name: cluster_overview
--- One cluster of the tenant, with its readiness (as list_clusters_page).
+-- name: clusters_with_readiness
+-- Non-empty clusters (or the one :cluster_id), largest first, with what the next evolution cycle would do
+-- with each (the same conditions as clusters_ready_to_crystallize / clusters_ready_to_recrystallize).
 SELECT c.id, c.topic, c.member_count, c.skill_slug, c.superseded_slugs, c.members_at_last_version,
        c.created_at, c.updated_at,
        CASE
@@ -114,18 +95,20 @@ SELECT c.id, c.topic, c.member_count, c.skill_slug, c.superseded_slugs, c.member
            ) >= :delta THEN 'recrystallize'
        END AS readiness
 FROM knowledge_clusters c
-WHERE c.tenant_id = :tenant_id AND c.id = :cluster_id
+WHERE c.tenant_id = :tenant_id
+  AND (CAST(:cluster_id AS uuid) IS NULL AND c.member_count > 0 OR c.id = CAST(:cluster_id AS uuid))
+ORDER BY c.member_count DESC, c.id
+LIMIT :limit OFFSET :offset
 
 -- name: cluster_member_sample
--- The members the caller may see (shared, its own, its groups'), closest to the centroid first.
+-- The members, closest to the cluster's mean first (clusters hold shared memories only: any agent of the
+-- tenant may see them; the scope test keeps it so even for a member whose scope changed since the last sync).
 SELECT m.id, m.summary_l0 AS summary, m.memory_type, 1 - (cm.embedding <=> c.mean) AS similarity
 FROM cluster_members cm
 JOIN knowledge_clusters c ON c.id = cm.cluster_id
 JOIN memories m ON m.id = cm.memory_id
 WHERE cm.cluster_id = :cluster_id AND cm.tenant_id = :tenant_id AND m.status = 'active'
-  AND (m.scope = 'shared'
-       OR (m.scope = 'private' AND m.agent_id = CAST(:agent_id AS uuid))
-       OR (m.scope = 'group' AND m.group_name = ANY(CAST(:groups AS text[]))))
+  AND m.scope = 'shared'
 ORDER BY cm.embedding <=> c.mean, m.id
 LIMIT :limit
 

@@ -56,8 +56,7 @@ EXPECTED_QUERIES |= {
     "list_skills",
     "skill_history",
     "lock_skill_slug",
-    "list_clusters_page",
-    "cluster_overview",
+    "clusters_with_readiness",
     "cluster_member_sample",
 }
 

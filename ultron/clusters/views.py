@@ -25,8 +25,14 @@ def list_clusters(
 ) -> list[ClusterSummary]:
     """Non-empty clusters, largest first, each with what the next evolution cycle would do with it."""
     rows = session.execute(
-        q("list_clusters_page"),
-        {"tenant_id": actor.tenant_id, "limit": limit, "offset": offset, **_readiness_params(settings)},
+        q("clusters_with_readiness"),
+        {
+            "tenant_id": actor.tenant_id,
+            "cluster_id": None,
+            "limit": limit,
+            "offset": offset,
+            **_readiness_params(settings),
+        },
     ).all()
     return [ClusterSummary.model_validate(dict(r._mapping)) for r in rows]
 
@@ -35,8 +41,14 @@ def cluster_detail(
     session: Session, actor: Actor, settings: Settings, skills: Any, cluster_id: UUID
 ) -> ClusterDetail:
     row = session.execute(
-        q("cluster_overview"),
-        {"tenant_id": actor.tenant_id, "cluster_id": cluster_id, **_readiness_params(settings)},
+        q("clusters_with_readiness"),
+        {
+            "tenant_id": actor.tenant_id,
+            "cluster_id": cluster_id,
+            "limit": 1,
+            "offset": 0,
+            **_readiness_params(settings),
+        },
     ).first()
     if row is None:
         raise NotFound(f"cluster {cluster_id} not found")
@@ -45,8 +57,6 @@ def cluster_detail(
         {
             "tenant_id": actor.tenant_id,
             "cluster_id": cluster_id,
-            "agent_id": actor.agent_id,
-            "groups": list(actor.groups),
             "limit": MEMBER_SAMPLE,
         },
     ).all()
