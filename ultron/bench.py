@@ -278,8 +278,9 @@ def report(rows: list[Row]) -> str:
 
 
 @contextmanager
-def _server(database_url: str | None) -> Iterator[str]:
-    """A Postgres server URL to create the benchmark databases on: the given one or a fresh embedded one."""
+def _server(database_url: str | None, *, shared_buffers: str | None = None) -> Iterator[str]:
+    """A Postgres server URL to create the benchmark databases on: the given one or a fresh embedded one
+    (its shared_buffers as given, else sized to the machine)."""
     if database_url:
         yield database_url
         return
@@ -288,7 +289,7 @@ def _server(database_url: str | None) -> Iterator[str]:
     data_dir = Path(tempfile.mkdtemp(prefix="ultron-bench-"))
     data_dir.chmod(0o755)
     try:
-        yield start_embedded(data_dir)
+        yield start_embedded(data_dir, shared_buffers=shared_buffers)
     finally:
         stop_embedded(data_dir)
         shutil.rmtree(data_dir, ignore_errors=True)

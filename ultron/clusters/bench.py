@@ -23,16 +23,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -331,35 +326,15 @@ def run(
     return report_rows(opened)
 
 
-@contextmanager
-def _server(database_url: str | None) -> Iterator[str]:
-    """The given server, or a fresh embedded one restarted with SERVER_SETTINGS."""
-    if database_url:
-        yield database_url
-        return
-    from ultron.bench import _admin_url
-    from ultron.db.embedded import start_embedded, stop_embedded
-
-    data_dir = Path(tempfile.mkdtemp(prefix="ultron-bench-clusters-"))
-    data_dir.chmod(0o755)
-    try:
-        with psycopg.connect(_admin_url(start_embedded(data_dir)), autocommit=True) as conn:
-            for name, value in SERVER_SETTINGS.items():
-                conn.execute(f"ALTER SYSTEM SET {name} = '{value}'")
-        stop_embedded(data_dir)
-        yield start_embedded(data_dir)
-    finally:
-        stop_embedded(data_dir)
-        shutil.rmtree(data_dir, ignore_errors=True)
-
-
 def run_command(args: argparse.Namespace) -> int:
     from ultron.bench import _admin_url
 
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     if not sizes or min(sizes) < 1 or args.probes < 1 or args.members < 1:
         raise ValueError("--sizes needs positive cluster counts, --probes and --members positive numbers")
-    with _server(args.database_url) as server:
+    from ultron.bench import _server
+
+    with _server(args.database_url, shared_buffers=SERVER_SETTINGS["shared_buffers"]) as server:
         with psycopg.connect(_admin_url(server)) as conn:
             shared_buffers = str(conn.execute("SHOW shared_buffers").fetchone()[0])  # type: ignore[index]
         rows = run(server, sizes, args.probes, args.dimension, exact=not args.no_exact, members=args.members)
