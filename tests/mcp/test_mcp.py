@@ -309,5 +309,7 @@ def test_skill_tools_against_a_remote_hub_match_the_in_process_ones(hub, keys, s
                 remote.get_skill("no-such-skill", None)
             with pytest.raises(ValidationFailed):
                 remote.get_skill(slugs["docker"], "1.x")
+            with pytest.raises(ValidationFailed):
+                remote.search_skills("   ", 3)
         finally:
             client.close()

@@ -19,6 +19,13 @@ SLUG_INPUT_MAX = 200
 SEARCH_FIELDS = ("slug", "name", "description", "version", "similarity", "categories")
 
 
+def _slug(slug: str) -> str:
+    slug = slug.strip()
+    if not slug or len(slug) > SLUG_INPUT_MAX:
+        raise ValidationFailed(f"slug must be 1-{SLUG_INPUT_MAX} characters")
+    return slug
+
+
 class HubSkills:
     def __init__(self, hub: Hub, actor: Actor):
         self.hub = hub
@@ -33,9 +40,7 @@ class HubSkills:
         ]
 
     def get_skill(self, slug: str, version: str | None) -> dict[str, Any]:
-        slug = slug.strip()
-        if not slug or len(slug) > SLUG_INPUT_MAX:
-            raise ValidationFailed(f"slug must be 1-{SLUG_INPUT_MAX} characters")
+        slug = _slug(slug)
         skills, tenant_id = self.hub.skills, self.actor.tenant_id
         with self.hub.db.session() as session:
             skill = skills.latest(session, tenant_id, slug, version)
@@ -61,9 +66,7 @@ class RemoteSkills:
         self.backend = backend
 
     def search_skills(self, query: str, limit: int) -> list[dict[str, Any]]:
-        if not query.strip():
-            raise ValidationFailed("query must not be empty")
-        hits = self.backend.search_skills(query, limit)
+        hits = self.backend.search_skills(query, limit)  # the hub validates, as SkillService.find does
         return [
             {
                 **{k: getattr(hit, k) for k in SEARCH_FIELDS},
@@ -73,9 +76,7 @@ class RemoteSkills:
         ]
 
     def get_skill(self, slug: str, version: str | None) -> dict[str, Any]:
-        slug = slug.strip()
-        if not slug or len(slug) > SLUG_INPUT_MAX:
-            raise ValidationFailed(f"slug must be 1-{SLUG_INPUT_MAX} characters")
+        slug = _slug(slug)
         detail = self.backend.get_skill(slug, version)
         return {
             "slug": detail.slug,
