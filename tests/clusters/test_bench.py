@@ -21,6 +21,8 @@ def test_bench_clusters_reports_each_size_against_the_smallest(pg_server_url, ca
         assert r["probes"] == 20 and r["joined"] + r["started"] == 20
         assert r["joined"] >= 8 and r["started"] >= 8  # half the probes aim at a centroid, half at none
         assert 0 < r["p50_ms"] <= r["p95_ms"] and r["probe_p50_ms"] > 0 and r["exact_p50_ms"] > 0
+        assert r["join_p50_ms"] > 0 and r["start_p50_ms"] > 0  # timed apart: joins and new clusters
+        assert abs(r["join_p50_ratio"] - r["join_p50_ms"] / base["join_p50_ms"]) < 0.01 * r["join_p50_ratio"] + 1e-3
         # every join updates its cluster's row; with 50 members a join at cosine 0.9 leaves the indexed
         # centroid alone, so (almost) all of those updates are HOT
         assert r["updates"] == r["joined"] and r["hot_updates"] >= r["joined"] - 2
@@ -37,4 +39,5 @@ def test_bench_clusters_text_report(pg_server_url, capsys):  # type: ignore[no-u
     assert main([*argv, "--dimension", "64"]) == 0
     out = capsys.readouterr().out
     assert "assignment at 40 clusters / at 20: p50 " in out and "the HNSW probe alone: p50 " in out
+    assert "(joins " in out and "new clusters " in out
     assert "an exact scan over every cluster's mean" in out and "upd/HOT" in out
