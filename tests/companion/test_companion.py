@@ -41,6 +41,16 @@ def test_a_private_memory_never_leaves_its_agent(hub, alice, bob):
     assert alice.get_memory_stats().by_scope["private"] == 1
 
 
+def test_stats_count_only_what_the_agent_may_see(hub, alice, bob):
+    alice.upload_memory("my diary: write to me at alice.diary@example.com any time", scope="private")
+    bob.upload_memory("shared: the staging host answers at ops@example.org for access requests")
+    mine, theirs = alice.get_memory_stats(), bob.get_memory_stats()
+    assert mine.redacted_entities["EMAIL_ADDRESS"] == 2 and mine.contributions == 2
+    # bob sees the shared memory's e-mail address and its contribution, nothing of alice's diary
+    assert theirs.redacted_entities["EMAIL_ADDRESS"] == 1 and theirs.contributions == 1
+    assert theirs.total == 1
+
+
 def test_group_memories_reach_only_the_group(hub, alice):
     ops1 = agent(hub, "ops1", groups=("ops",))
     ops2 = agent(hub, "ops2", groups=("ops",))

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 from uuid import UUID
 
 import numpy as np
-from sqlalchemy import delete, func, select, text
+from sqlalchemy import BigInteger, cast, delete, func, select, text, true
 from sqlalchemy.orm import Session
 
 from ultron.config import Settings
@@ -656,17 +656,26 @@ class MemoryService:
             return {str(k): int(v) for k, v in session.execute(stmt)}
 
         by_status = grouped(Memory.status)
-        redacted: dict[str, int] = {}
-        entity_stmt = text(
-            "SELECT e.key, sum(e.value::int) FROM memories m, jsonb_each_text(m.redacted_entities) e "
-            "WHERE m.tenant_id = :t GROUP BY e.key"
+        # Entity counts and contributions of the memories this agent may see: another agent's private
+        # memories are not counted (how many secrets its diary held is about that diary).
+        entities = func.jsonb_each_text(Memory.redacted_entities).table_valued("key", "value").alias("e")
+        entity_stmt = (
+            select(entities.c.key, func.sum(cast(entities.c.value, BigInteger)))
+            .select_from(Memory)
+            .join(entities, true())
+            .where(Memory.tenant_id == actor.tenant_id, self._visible(actor))
+            .group_by(entities.c.key)
         )
-        for key, total in session.execute(entity_stmt, {"t": actor.tenant_id}):
-            redacted[key] = int(total)
+        redacted = {str(key): int(total) for key, total in session.execute(entity_stmt)}
         contributions = session.execute(
             select(func.count())
             .select_from(MemoryContribution)
-            .where(MemoryContribution.tenant_id == actor.tenant_id)
+            .join(Memory, Memory.id == MemoryContribution.memory_id)
+            .where(
+                MemoryContribution.tenant_id == actor.tenant_id,
+                Memory.tenant_id == actor.tenant_id,
+                self._visible(actor),
+            )
         ).scalar_one()
         profile = session.execute(text("SELECT model_name FROM embedding_profile WHERE id = 1")).scalar()
         return MemoryStats(
