@@ -114,3 +114,17 @@ FROM memories m
 WHERE m.tenant_id = :tenant_id AND m.status = 'active'
 ORDER BY m.embedding <=> CAST(:embedding AS vector)
 LIMIT :k
+
+-- name: move_memory_sources
+-- Consolidation: the segments the merged-away memory was extracted from now point at the memory that
+-- absorbed it (a segment already linked to both keeps one row, its upload counts added).
+WITH moved AS (
+    DELETE FROM memory_sources s
+    WHERE s.tenant_id = :tenant_id AND s.memory_id = :loser_id
+    RETURNING s.segment_id, s.session_id, s.contributions, s.created_at
+)
+INSERT INTO memory_sources (memory_id, segment_id, session_id, tenant_id, decision, contributions, created_at)
+SELECT :winner_id, m.segment_id, m.session_id, :tenant_id, 'merged', m.contributions, m.created_at
+FROM moved m
+ON CONFLICT (memory_id, segment_id)
+DO UPDATE SET contributions = memory_sources.contributions + excluded.contributions

@@ -7,7 +7,7 @@ import numpy as np
 from sqlalchemy import select
 
 from tests.worker.conftest import add_memories
-from ultron.db.models import Memory
+from ultron.db.models import Memory, MemorySource, SessionRecord, TaskSegment
 from ultron.worker.runner import Worker
 
 
@@ -70,3 +70,46 @@ def test_two_pinned_duplicates_are_both_kept(make_hub):
     outcome = Worker(hub, pipeline=None).run_cycle(("consolidate",))[0]
     assert outcome.counts["merged"] == 0
     assert {s[0] for s in _state(hub, ids).values()} == {"active"}
+
+
+def test_the_sessions_a_merged_memory_came_from_now_point_at_the_winner(make_hub):
+    hub = make_hub(consolidate_enabled=True)
+    a = np.random.default_rng(4).normal(size=hub.embedder.dimension)
+    tenant_id, ids = add_memories(hub, [{"embedding": a, "hit_count": 5}, {"embedding": _near(a, 0.001, 5)}])
+    winner, loser = ids
+    with hub.db.session() as session:
+        record = SessionRecord(tenant_id=tenant_id, agent_name="bot", source="s.jsonl", format="jsonl")
+        session.add(record)
+        session.flush()
+        segments = []
+        for i in range(2):
+            seg = TaskSegment(
+                tenant_id=tenant_id,
+                session_id=record.id,
+                segment_index=i,
+                start_seq=i,
+                end_seq=i,
+                fingerprint=f"f{i}",
+                segmenter="test",
+            )
+            session.add(seg)
+            session.flush()
+            segments.append(seg.id)
+        links = [(winner, segments[0], 2), (loser, segments[0], 1), (loser, segments[1], 1)]
+        for memory_id, segment_id, n in links:
+            session.add(
+                MemorySource(
+                    memory_id=memory_id,
+                    segment_id=segment_id,
+                    session_id=record.id,
+                    tenant_id=tenant_id,
+                    decision="created",
+                    contributions=n,
+                )
+            )
+    assert Worker(hub, pipeline=None).run_cycle(("consolidate",))[0].counts["merged"] == 1
+    with hub.db.session() as session:
+        rows = session.execute(select(MemorySource.memory_id, MemorySource.segment_id, MemorySource.contributions))
+        got = {(r.memory_id, r.segment_id): r.contributions for r in rows}
+    # the segment linked to both keeps one row with both uploads; the other now points at the winner
+    assert got == {(winner, segments[0]): 3, (winner, segments[1]): 1}

@@ -339,6 +339,10 @@ class MemoryService:
         loser.status, loser.archived_reason = "archived", "consolidated"
         loser.merged_into_id, loser.archived_at = winner_id, datetime.now(UTC)
         session.flush()
+        session.execute(
+            q("move_memory_sources"),
+            {"tenant_id": actor.tenant_id, "winner_id": winner_id, "loser_id": loser_id},
+        )
         if self.clusters is not None:
             self.clusters.leave(session, actor.tenant_id, loser_id)
         self._activity(session, actor, "consolidate", loser_id, {"into": str(winner_id), "similarity": sim})
