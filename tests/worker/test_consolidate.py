@@ -109,7 +109,8 @@ def test_the_sessions_a_merged_memory_came_from_now_point_at_the_winner(make_hub
             )
     assert Worker(hub, pipeline=None).run_cycle(("consolidate",))[0].counts["merged"] == 1
     with hub.db.session() as session:
-        rows = session.execute(select(MemorySource.memory_id, MemorySource.segment_id, MemorySource.contributions))
+        columns = (MemorySource.memory_id, MemorySource.segment_id, MemorySource.contributions)
+        rows = session.execute(select(*columns))
         got = {(r.memory_id, r.segment_id): r.contributions for r in rows}
     # the segment linked to both keeps one row with both uploads; the other now points at the winner
     assert got == {(winner, segments[0]): 3, (winner, segments[1]): 1}
