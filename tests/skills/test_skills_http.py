@@ -252,7 +252,8 @@ def test_uploading_a_published_slug_bumps_its_minor_version(hub, bob, published)
 
 def test_an_uploaded_versions_files_survive_the_engines_next_revision(hub, bob, published):  # type: ignore[no-untyped-def]
     slug = slug_with(bob, "postgres")
-    text = render(SkillDoc("x", "by hand", "## Steps\n\n1. set lock_timeout\n", {"slug": slug}))
+    steps = "## Steps\n\n1. set lock_timeout\n"
+    text = render(SkillDoc("x", "by hand", steps, {"slug": slug}, {"license": "MIT"}))
     files = {
         "SKILL.md": text,
         "scripts/blockers.sql": "SELECT pg_blocking_pids(pid) FROM pg_stat_activity;\n",
@@ -271,6 +272,7 @@ def test_an_uploaded_versions_files_survive_the_engines_next_revision(hub, bob, 
     assert revised["source_cluster_id"] == cluster and revised["description"] != "by hand"
     z = zipfile.ZipFile(io.BytesIO(bob.get(f"/skills/{slug}/archive.zip").content))
     assert z.read(f"{slug}/scripts/blockers.sql").decode() == files["scripts/blockers.sql"]
+    assert parse(z.read(f"{slug}/SKILL.md").decode()).extra == {"license": "MIT"}  # its front matter too
 
 
 def test_uploaded_text_is_redacted_before_it_is_stored(hub, bob):  # type: ignore[no-untyped-def]
@@ -472,3 +474,31 @@ def test_the_routes_are_in_the_openapi_schema(client):  # type: ignore[no-untype
     } <= set(paths)
     assert set(paths["/skills"]["post"]["requestBody"]["content"]) == {"application/json", "application/zip"}
     assert json.dumps(paths)  # serializable
+
+
+def test_an_uploaded_skills_own_front_matter_survives_export_and_new_versions(hub, bob):  # type: ignore[no-untyped-def]
+    text = (
+        "---\nname: Release Checklist\ndescription: Cut a release\nlicense: Apache-2.0\n"
+        "allowed-tools: Bash(git:*) Read\nreviewed: 2026-01-31\nowner: release-team@example.com\n"
+        'metadata: {"author": "ops", "categories": ["release"], "tags": ["python", "pypi"]}\n---\n\n'
+        "## Steps\n\n1. Run the tests.\n2. Tag and push.\n"
+    )
+    r = bob.post("/skills", json={"files": {"SKILL.md": text}})
+    assert r.status_code == 201, r.text
+    back = parse(bob.get("/skills/release-checklist/SKILL.md").text)
+    assert back.extra == {
+        "license": "Apache-2.0",
+        "allowed-tools": "Bash(git:*) Read",
+        "reviewed": "2026-01-31",  # a YAML date, kept as its text
+        "owner": "<EMAIL_ADDRESS>",  # front matter is redacted like the rest
+    }
+    assert back.metadata["author"] == "ops" and back.metadata["tags"] == ["python", "pypi"]
+    assert back.metadata["categories"] == ["release"] and back.metadata["version"] == "1.0.0"
+    # the zip carries the same SKILL.md, and uploading it again keeps every key in the next version
+    archive = bob.get("/skills/release-checklist/archive.zip").content
+    r = bob.post("/skills", content=archive, headers={"Content-Type": "application/zip"})
+    assert r.json()["skill"]["version"] == "1.1.0"
+    again = parse(bob.get("/skills/release-checklist/SKILL.md").text)
+    assert again.extra == back.extra and again.metadata == {**back.metadata, "version": "1.1.0"}
+    # an older version still exports what it was uploaded with; a crystallized skill has no extra keys
+    assert parse(render(SkillDoc("x", "", "## Steps\n\n1. a\n", {}))).extra == {}

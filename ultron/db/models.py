@@ -627,6 +627,9 @@ class Skill(Base):
     source_cluster_id: Mapped[uuid.UUID | None] = mapped_column(
         UUID(as_uuid=True), ForeignKey("knowledge_clusters.id", ondelete="SET NULL")
     )
+    # An uploaded SKILL.md's own front matter, written back on export (migration 0008):
+    # {"extra": {top-level keys}, "metadata": {metadata keys}} minus what the hub writes itself.
+    front_matter: Mapped[dict[str, Any]] = mapped_column(JSONB, nullable=False, server_default=text("'{}'"))
     created_at: Mapped[datetime] = _now()
 
 

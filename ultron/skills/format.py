@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import total_ordering
 from typing import Any
 
@@ -55,12 +55,19 @@ def slugify(name: str) -> str:
     return slug or "skill"
 
 
+# The front matter keys the hub writes itself; every other key an uploaded SKILL.md carries (license,
+# allowed-tools, metadata.author, ...) is kept as given and written back on export.
+FRONT_KEYS = ("name", "description", "metadata")
+HUB_METADATA = ("version", "categories", "source_cluster")
+
+
 @dataclass(frozen=True)
 class SkillDoc:
     name: str
     description: str
     body: str
     metadata: dict[str, Any]
+    extra: dict[str, Any] = field(default_factory=dict)  # other top-level front matter keys
 
 
 def embedding_text(name: str, description: str, body: str) -> str:
@@ -73,6 +80,8 @@ def render(doc: SkillDoc) -> str:
     front = yaml.safe_dump(
         {"name": doc.name, "description": doc.description}, allow_unicode=True, sort_keys=False, width=10**6
     )
+    if doc.extra:
+        front += yaml.safe_dump(doc.extra, allow_unicode=True, sort_keys=True, width=10**6)
     meta = json.dumps(doc.metadata, ensure_ascii=False, sort_keys=True)
     return f"---\n{front}metadata: {meta}\n---\n\n{doc.body.strip()}\n"
 
@@ -98,5 +107,21 @@ def parse(text: str) -> SkillDoc:
         name=str(front["name"]).strip(),
         description=str(front.get("description") or "").strip(),
         body=text[end + 5 :].strip(),
-        metadata=metadata,
+        metadata=_plain(metadata),
+        extra=_plain({str(k): v for k, v in front.items() if k not in FRONT_KEYS}),
     )
+
+
+def _plain(value: dict[Any, Any]) -> dict[str, Any]:
+    """Front matter as JSON can store it: YAML dates and other scalars become strings, keys strings."""
+    try:
+        out: dict[str, Any] = json.loads(json.dumps(value, default=str, ensure_ascii=False))
+    except (TypeError, ValueError):
+        raise ValidationFailed("SKILL.md front matter keys must be plain strings") from None
+    return out
+
+
+def kept_front_matter(doc: SkillDoc) -> dict[str, Any]:
+    """What of an uploaded SKILL.md's front matter the hub does not write itself, to store with the skill."""
+    metadata = {k: v for k, v in doc.metadata.items() if k not in HUB_METADATA}
+    return {k: v for k, v in (("extra", doc.extra), ("metadata", metadata)) if v}

@@ -9,7 +9,7 @@ step uncited is rejected, and the caller falls back to the deterministic synthes
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import yaml
@@ -207,7 +207,7 @@ def ground(doc: SkillDoc, members: list[dict[str, Any]]) -> tuple[SkillDoc, list
         return ""
 
     body = re.sub(r" ?" + evolve.CITE.pattern, keep, normalize_citations(doc.body))
-    return SkillDoc(doc.name, doc.description, body, doc.metadata), removed
+    return replace(doc, body=body), removed
 
 
 class LLMSynthesizer:

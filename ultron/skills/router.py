@@ -123,7 +123,8 @@ def skill_history(request: Request, slug: str, limit: int = Query(50, ge=1, le=5
     responses={200: {"content": {"text/markdown": {}}, "description": "The rendered SKILL.md"}},
 )
 def skill_md(request: Request, slug: str, version: str | None = VERSION) -> Response:
-    """The SKILL.md of one version: YAML front matter (name, description, metadata), then the body."""
+    """The SKILL.md of one version: YAML front matter (name, description, an uploaded skill's own keys,
+    metadata), then the body."""
     skills = _hub(request).skills
     text = call(request, lambda s, a: skills.skill_md(skills.latest(s, a.tenant_id, slug, version)))
     return Response(text, media_type="text/markdown; charset=utf-8")

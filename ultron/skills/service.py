@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
@@ -25,7 +26,16 @@ from ultron.db.models import EvolutionRecord, KnowledgeCluster, Skill, SkillFile
 from ultron.db.queries import q
 from ultron.errors import NotFound, ValidationFailed
 from ultron.skills import bundle, evolve
-from ultron.skills.format import FIRST, SkillDoc, Version, embedding_text, parse, render, slugify
+from ultron.skills.format import (
+    FIRST,
+    SkillDoc,
+    Version,
+    embedding_text,
+    kept_front_matter,
+    parse,
+    render,
+    slugify,
+)
 from ultron.skills.llm import LLMSynthesizer
 from ultron.skills.schemas import (
     EvolutionEntry,
@@ -189,7 +199,9 @@ class SkillService:
             version = FIRST
         else:
             version = version_of(current).bump_minor()
-        skill = self.save(session, tenant_id, slug, version, doc, score, cluster.id, cluster)
+        # An uploaded skill's own front matter (license, allowed-tools, ...) stays with its next versions.
+        kept = current.front_matter if current is not None else None
+        skill = self.save(session, tenant_id, slug, version, doc, score, cluster.id, cluster, kept)
         if current is not None:  # an uploaded skill's scripts and references stay with its next versions
             self._store_files(session, skill, self.files(session, current))
         return skill
@@ -214,6 +226,7 @@ class SkillService:
         score: float | None,
         cluster_id: UUID | None,
         cluster: KnowledgeCluster | None = None,
+        front_matter: dict[str, Any] | None = None,
     ) -> Skill:
         vector = self.embedder.embed([embedding_text(doc.name, doc.description, doc.body)])[0]
         skill = Skill(
@@ -229,6 +242,7 @@ class SkillService:
             embedding=np.asarray(vector, np.float32),
             score=score,
             source_cluster_id=cluster_id,
+            front_matter=front_matter or {},
         )
         session.add(skill)
         if cluster is not None:
@@ -270,12 +284,14 @@ class SkillService:
         return self.find(session, tenant_id, query, limit)
 
     def skill_doc(self, skill: Skill) -> SkillDoc:
+        kept = skill.front_matter or {}
         metadata = {
+            **(kept.get("metadata") or {}),
             "version": str(version_of(skill)),
             "categories": list(skill.categories),
             "source_cluster": str(skill.source_cluster_id) if skill.source_cluster_id else None,
         }
-        return SkillDoc(skill.name, skill.description, skill.body, metadata)
+        return SkillDoc(skill.name, skill.description, skill.body, metadata, dict(kept.get("extra") or {}))
 
     def skill_md(self, skill: Skill) -> str:
         return render(self.skill_doc(skill))
@@ -367,7 +383,8 @@ class SkillService:
             .limit(1)
         )
         version = version_of(current).bump_minor() if current is not None else FIRST
-        skill = self.save(session, actor.tenant_id, slug, version, doc, None, None)
+        kept = kept_front_matter(doc)
+        skill = self.save(session, actor.tenant_id, slug, version, doc, None, None, front_matter=kept)
         self._store_files(session, skill, extra)
         now = datetime.now(UTC)
         session.add(
@@ -401,9 +418,10 @@ class SkillService:
         fields = {"name": doc.name, "description": doc.description, "body": doc.body}
         clean, counts = self.redactor.redact_fields({**fields, **{f"file:{p}": c for p, c in extra.items()}})
         metadata, more = self.redactor.redact_json(doc.metadata)
-        for entity, n in more.items():
+        front, most = self.redactor.redact_json(doc.extra)
+        for entity, n in [*more.items(), *most.items()]:
             counts[entity] = counts.get(entity, 0) + n
-        out = SkillDoc(clean["name"] or "", clean["description"] or "", clean["body"] or "", metadata)
+        out = SkillDoc(clean["name"] or "", clean["description"] or "", clean["body"] or "", metadata, front)
         return out, {p: clean[f"file:{p}"] or "" for p in extra}, counts
 
     # --- for agents: the MCP tools and the brief ---------------------------------------------------
@@ -468,7 +486,7 @@ def _uploaded_doc(text: str) -> SkillDoc:
     if not isinstance(categories, list) or not all(isinstance(c, str | int | float) for c in categories):
         raise ValidationFailed("SKILL.md metadata.categories must be a list of strings")
     metadata = {**doc.metadata, "categories": [str(c) for c in categories]}
-    return SkillDoc(doc.name, doc.description, doc.body, metadata)
+    return replace(doc, metadata=metadata)
 
 
 def _upload_slug(doc: SkillDoc) -> str:
