@@ -292,7 +292,19 @@ class ImportJob(Base):
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 
-class SessionRecord(Base):
+class Leased:
+    """A work-queue row's lease and retry state (sessions to segment, segments to score or extract); the
+    statements that lease, claim, fail and park such rows are in sql/worker.sql."""
+
+    lease_owner: Mapped[str | None] = mapped_column(Text)
+    lease_expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    attempts: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
+    next_attempt_at: Mapped[datetime] = _now()
+    last_error: Mapped[str | None] = mapped_column(Text)
+    parked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class SessionRecord(Leased, Base):
     """One conversation: an ingested session file or an imported conversation, with its work state."""
 
     __tablename__ = "sessions"
@@ -333,12 +345,6 @@ class SessionRecord(Base):
     ended_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     needs_segmentation: Mapped[bool] = mapped_column(Boolean, nullable=False, server_default=text("true"))
     segmented_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-    lease_owner: Mapped[str | None] = mapped_column(Text)
-    lease_expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-    attempts: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
-    next_attempt_at: Mapped[datetime] = _now()
-    last_error: Mapped[str | None] = mapped_column(Text)
-    parked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     created_at: Mapped[datetime] = _now()
     updated_at: Mapped[datetime] = _now()
 
@@ -368,7 +374,7 @@ class SessionMessage(Base):
     digest: Mapped[str] = mapped_column(Text, nullable=False)
 
 
-class TaskSegment(Base):
+class TaskSegment(Leased, Base):
     """A contiguous run of messages about one task, scored and (if good enough) mined for memories."""
 
     __tablename__ = "task_segments"
@@ -404,12 +410,6 @@ class TaskSegment(Base):
     rationale: Mapped[str | None] = mapped_column(Text)
     scored_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     extracted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-    lease_owner: Mapped[str | None] = mapped_column(Text)
-    lease_expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-    attempts: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
-    next_attempt_at: Mapped[datetime] = _now()
-    last_error: Mapped[str | None] = mapped_column(Text)
-    parked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     created_at: Mapped[datetime] = _now()
     updated_at: Mapped[datetime] = _now()
 
