@@ -165,7 +165,9 @@ LIMIT :limit
 -- (never-hit last), id (so ties are decided the same way every time). Of n memories the first
 -- ceil(n x hot%) are HOT, the next ceil(n x warm%) WARM, the rest COLD -- the seed's rounding, so any
 -- non-empty share holds at least one memory. COLD memories unused (last hit, else creation) for longer
--- than ttl_days are archived, pinned ones never. Only rows whose tier or status changes are written.
+-- than ttl_days are archived -- personal ones (:personal_types: what a companion knows about its person)
+-- only after personal_ttl_days --, pinned ones never (a TTL of 0: never). Only rows whose tier or status
+-- changes are written.
 -- Shape, for a million rows: one scan and one sort feed the ranking, which streams (n comes from its
 -- own count, not a whole-partition window); only the changed rows (a few % per cycle) are kept, and
 -- they are updated through the primary key (= ANY of their ids), never by hashing the whole table.
@@ -178,11 +180,13 @@ WITH counted AS (
     FROM counted c
 ), ranked AS (
     SELECT m.id, m.tier, m.pinned, coalesce(m.last_hit_at, m.created_at) AS last_used,
+           CASE WHEN m.memory_type = ANY(CAST(:personal_types AS text[])) THEN :personal_ttl_days
+                ELSE :ttl_days END AS ttl,
            row_number() OVER (ORDER BY m.hit_count DESC, m.last_hit_at DESC NULLS LAST, m.id) AS rn
     FROM memories m
     WHERE m.tenant_id = :tenant_id AND m.status = 'active'
 ), decided AS (
-    SELECT r.id, r.tier AS old_tier, r.pinned, r.last_used,
+    SELECT r.id, r.tier AS old_tier, r.pinned, r.last_used, r.ttl,
            CASE WHEN r.rn <= s.hot_n THEN 'hot'
                 WHEN r.rn <= s.hot_n + s.warm_n THEN 'warm'
                 ELSE 'cold'
@@ -190,12 +194,12 @@ WITH counted AS (
     FROM ranked r CROSS JOIN shares s
 ), todo AS MATERIALIZED (
     SELECT d.id, d.old_tier, d.new_tier,
-           (d.new_tier = 'cold' AND NOT d.pinned AND :ttl_days > 0
-            AND d.last_used < now() - make_interval(days => :ttl_days)) AS expire
+           (d.new_tier = 'cold' AND NOT d.pinned AND d.ttl > 0
+            AND d.last_used < now() - make_interval(days => d.ttl)) AS expire
     FROM decided d
     WHERE d.new_tier <> d.old_tier
-       OR (d.new_tier = 'cold' AND NOT d.pinned AND :ttl_days > 0
-           AND d.last_used < now() - make_interval(days => :ttl_days))
+       OR (d.new_tier = 'cold' AND NOT d.pinned AND d.ttl > 0
+           AND d.last_used < now() - make_interval(days => d.ttl))
 ), changed AS (
     UPDATE memories m
     SET tier = f.new_tier,

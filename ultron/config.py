@@ -119,6 +119,12 @@ class Settings(BaseSettings):
         40.0, ge=0, le=100, description="Next share that is WARM; the rest is COLD"
     )
     cold_ttl_days: int = Field(30, ge=0, description="COLD memories unused this long are archived (0: never)")
+    personal_ttl_days: int = Field(
+        400,
+        ge=0,
+        description="The same for personal memories (types life, preference, reflection): a companion "
+        "still knows its person months later (0: never)",
+    )
     cluster_similarity_threshold: float | None = Field(
         None, ge=0, le=1, description="Cosine to join a cluster (default: per model)"
     )

@@ -129,3 +129,37 @@ def test_rebalance_is_skipped_while_another_worker_holds_its_lock(hub):
     assert outcome.status == "skipped"
     assert {t for t, _, _ in _tiers(hub, ids)} == {"warm"}
     assert Worker(hub, pipeline=None).run_cycle(("rebalance",))[0].status == "ok"
+
+
+def test_personal_memories_outlive_the_cold_ttl(make_hub):
+    # A companion must still know its person three months later: life, preference and reflection
+    # memories are archived after personal_ttl_days unused (400 by default), the rest after cold_ttl_days.
+    hub = make_hub()
+    assert (hub.settings.cold_ttl_days, hub.settings.personal_ttl_days) == (30, 400)
+    hot_warm = [{"hit_count": 100 + i, "last_hit_days": 1} for i in range(10)]
+    cold = [
+        {"hit_count": 1, "last_hit_days": 100, "memory_type": "life"},  # her daughter's name: kept
+        {"hit_count": 1, "last_hit_days": 100, "memory_type": "preference"},  # kept
+        {"hit_count": 1, "last_hit_days": 100, "memory_type": "reflection"},  # kept
+        {"hit_count": 1, "last_hit_days": 100, "memory_type": "error"},  # a stale fix: archived
+        {"hit_count": 1, "last_hit_days": 100, "memory_type": "pattern"},  # archived
+        {"hit_count": 1, "last_hit_days": 401, "memory_type": "life"},  # past the personal TTL
+        {"hit_count": 0, "created_days": 399, "memory_type": "preference"},  # never hit, just inside
+        {"hit_count": 0, "created_days": 401, "memory_type": "preference"},  # never hit, past it
+    ] + [{"hit_count": 1, "last_hit_days": 2}] * 2
+    tenant_id, ids = add_memories(hub, hot_warm + cold)
+    counts = _rebalance(hub, tenant_id)
+    states = _tiers(hub, ids[10:])
+    assert [i for i, (_, status, _) in enumerate(states) if status == "archived"] == [3, 4, 5, 7]
+    assert counts["archived"] == 4
+    assert {states[i][0] for i in (0, 1, 2, 6)} == {"cold"}  # kept, still COLD: searchable, ranked low
+
+
+def test_personal_ttl_zero_never_archives_personal_memories(make_hub):
+    hub = make_hub(personal_ttl_days=0)
+    used = [{"hit_count": 100 + i, "last_hit_days": 1} for i in range(10)]  # HOT and WARM
+    old = [{"hit_count": 0, "created_days": 2000, "memory_type": t} for t in ("life", "error")] * 5
+    tenant_id, ids = add_memories(hub, used + old)
+    assert _rebalance(hub, tenant_id)["archived"] == 5
+    states = _tiers(hub, ids[10:])
+    assert [status for _, status, _ in states] == ["active", "archived"] * 5

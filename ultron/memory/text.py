@@ -5,6 +5,8 @@ from __future__ import annotations
 MEMORY_TYPES = ("error", "security", "correction", "pattern", "preference", "life")
 # An agent's own lessons: stored apart, never inferred for an upload, never merged into the types above.
 REFLECTION_TYPE = "reflection"
+# What a companion knows about its person: archived after `personal_ttl_days` unused, not `cold_ttl_days`.
+PERSONAL_TYPES = ("life", "preference", REFLECTION_TYPE)
 STORED_TYPES = (*MEMORY_TYPES, REFLECTION_TYPE)
 
 # Characters of each field that go into the embedding; the head of a field carries its subject.

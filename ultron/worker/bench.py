@@ -238,12 +238,12 @@ def run(args: argparse.Namespace) -> int:
         f"{'without an HNSW index' if args.no_hnsw else 'under HNSW'}, "
         f"server {'as given' if args.database_url else SERVER_SETTINGS}, "
         f"hot {settings.hot_percentile}% / warm {settings.warm_percentile}%, "
-        f"cold TTL {settings.cold_ttl_days} d"
+        f"cold TTL {settings.cold_ttl_days} d (personal types {settings.personal_ttl_days} d)"
     )
     print(
         "first = the loaded state, before the HNSW index is built (ties at the boundaries settle); "
         f"cycle = median of {args.repeat} rebalances, each after {CHURN:.0%} "
-        f"of memories got new hits and {AGING:.1%} aged past the TTL"
+        f"of memories got new hits and {AGING:.1%} aged past the cold TTL"
     )
     print(
         f"{'memories':>9} {'COPY':>9} {'HNSW':>9} {'first':>10} {'moved':>7} {'cycle':>10} {'moved':>7} "

@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 from ultron.config import Settings
 from ultron.db.models import Tenant
 from ultron.db.queries import q
+from ultron.memory.text import PERSONAL_TYPES
 
 # The window sort of a large tenant fits in memory instead of spilling to disk.
 REBALANCE_WORK_MEM = "256MB"
@@ -34,6 +35,8 @@ def rebalance_tenant(session: Session, settings: Settings, tenant_id: UUID) -> d
             "hot_pct": settings.hot_percentile,
             "warm_pct": settings.warm_percentile,
             "ttl_days": settings.cold_ttl_days,
+            "personal_ttl_days": settings.personal_ttl_days,
+            "personal_types": list(PERSONAL_TYPES),
         },
     ).one()
     return {key: int(getattr(row, key)) for key in COUNT_KEYS}
