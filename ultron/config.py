@@ -163,6 +163,9 @@ class Settings(BaseSettings):
 
     # --- companion memory (ultron/companion/) ------------------------------------------------------
     brief_max_tokens: int = Field(1500, ge=50, le=100_000, description="Default token budget of `/brief`")
+    brief_personal_limit: int = Field(
+        5, ge=0, le=50, description="Most personal memories (life, preference) a brief considers"
+    )
     brief_hot_limit: int = Field(20, ge=0, le=200, description="Most HOT memories a brief considers")
     brief_skill_limit: int = Field(3, ge=0, le=50, description="Most skills a brief considers")
     emotion_inference: bool = Field(

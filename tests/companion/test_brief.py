@@ -73,3 +73,44 @@ def test_the_task_hint_is_redacted_before_it_is_embedded_or_shown(alice, stocked
     brief = alice.brief(task="docker build for jane.roe@example.com is slow")
     assert "jane.roe@example.com" not in brief.text and "jane.roe@example.com" not in (brief.task or "")
     assert brief.items[0].section == "pinned"
+
+
+LIFE = "Sam goes on a hiking trip to Norway every July with his daughter Mia"
+PREFERENCE = "Sam prefers window seats on long flights and never books red-eye departures"
+NGINX = "nginx returns 502 when the upstream gunicorn worker times out on slow report exports"
+
+
+def test_what_the_hub_knows_about_the_person_follows_the_pins(alice, bob):
+    life = alice.upload_memory(LIFE, scope="private")
+    pref = alice.upload_memory(PREFERENCE, scope="private")
+    other = alice.upload_memory(NGINX, scope="private")
+    assert (life.memory_type, pref.memory_type) == ("life", "preference") and other.memory_type != "life"
+    rule = alice.upload_memory("Always answer Sam in English", scope="private")
+    alice.pin_memory(rule.id)
+    brief = alice.brief()
+    assert [(i.section, i.id) for i in brief.items][0] == ("pinned", rule.id)
+    personal = [i for i in brief.items if i.section == "personal"]
+    assert {i.id for i in personal} == {life.id, pref.id}  # neither HOT nor pinned: their own section
+    assert other.id not in {i.id for i in brief.items}  # a WARM memory of another type: not in a brief
+    assert all("about the person" in i.reason and "most used" in i.reason for i in personal)
+    # With a task, the nearest personal memory comes first.
+    planned = alice.brief(task="book Sam's flights to Oslo, which seats")
+    first = next(i for i in planned.items if i.section == "personal")
+    assert first.id == pref.id and first.similarity is not None and "similarity" in first.reason
+    # Another agent never sees alice's private person.
+    assert not {life.id, pref.id} & {i.id for i in bob.brief().items}
+    assert not {life.id, pref.id} & {i.id for i in bob.brief(task="flights to Oslo").items}
+    # A pinned or HOT personal memory stays in its own section, never twice.
+    alice.pin_memory(pref.id)
+    alice.edit_memory(life.id, tier="hot")
+    sections = {i.id: i.section for i in alice.brief().items}
+    assert (sections[pref.id], sections[life.id]) == ("pinned", "hot")
+    assert [i.id for i in alice.brief().items].count(pref.id) == 1
+
+
+def test_a_zero_personal_limit_leaves_the_section_out(make_hub):  # type: ignore[no-untyped-def]
+    from tests.companion.conftest import agent
+
+    sam = agent(make_hub(brief_personal_limit=0), "sam")
+    sam.upload_memory(LIFE, scope="private")
+    assert sam.brief().items == []

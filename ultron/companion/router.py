@@ -19,7 +19,8 @@ def brief(
     task: str | None = Query(None, max_length=4000, description="Optional hint of the task at hand"),
     max_tokens: int | None = Query(None, ge=1, le=100_000, description="Token budget of the brief"),
 ) -> Brief:
-    """What to know at session start: pinned memories, then HOT ones relevant to the task, then skills."""
+    """What to know at session start: pinned memories, what is known about the person, HOT ones relevant
+    to the task, then skills."""
     return call(request, lambda s, a: request.app.state.hub.companion.brief(s, a, task, max_tokens))
 
 

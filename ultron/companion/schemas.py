@@ -13,7 +13,7 @@ from ultron.memory.schemas import MemoryRecord, Scope, _clean_tags
 class BriefItem(BaseModel):
     kind: Literal["memory", "skill"]
     id: UUID | str
-    section: Literal["pinned", "hot", "skill"]
+    section: Literal["pinned", "personal", "hot", "skill"]
     reason: str = Field(..., description="Why this item is in the brief")
     memory_type: str | None = None
     text: str = Field(..., description="The line the brief shows for it")
@@ -26,7 +26,7 @@ class BriefItem(BaseModel):
 
 
 class Brief(BaseModel):
-    """What an agent should know at session start: pinned first, then HOT, then skills; within budget."""
+    """What an agent should know at session start: pinned, personal, HOT, then skills; within budget."""
 
     task: str | None
     max_tokens: int

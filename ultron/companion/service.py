@@ -47,6 +47,8 @@ from ultron.tenancy import Actor
 
 # Pinned memories a brief considers at most (pins are few by nature; this bounds a runaway).
 BRIEF_PINNED_LIMIT = 200
+# What a companion brings to a session about its person (pinned and HOT ones have their own sections).
+BRIEF_PERSONAL_TYPES = ("life", "preference")
 # Longest resolution a brief line carries.
 BRIEF_RESOLUTION_TOKENS = 48
 # Old memories serendipity draws from, and the most it surfaces.
@@ -107,10 +109,22 @@ class CompanionService:
             vector = np.asarray(self.memory.embedder.embed([task], kind="query")[0], dtype=np.float32)
         params = _visibility(actor)
         pinned = session.execute(q("brief_pinned"), {**params, "limit": BRIEF_PINNED_LIMIT}).all()
+        personal: list[Any] = []
+        if self.settings.brief_personal_limit > 0:
+            personal = session.execute(
+                q("brief_personal_used" if vector is None else "brief_personal_near"),
+                {
+                    **params,
+                    "embedding": vector,
+                    "types": list(BRIEF_PERSONAL_TYPES),
+                    "limit": self.settings.brief_personal_limit,
+                },
+            ).all()
         hot = session.execute(
             q("brief_hot"), {**params, "embedding": vector, "limit": self.settings.brief_hot_limit}
         ).all()
         candidates = [self._memory_item(row, "pinned", task) for row in pinned]
+        candidates += [self._memory_item(row, "personal", task) for row in personal]
         candidates += [self._memory_item(row, "hot", task) for row in hot]
         skills: list[BriefItem] = []
         if self.skill_source is not None:
@@ -125,10 +139,13 @@ class CompanionService:
             line += f" -> {truncate_to_tokens(row.resolution, BRIEF_RESOLUTION_TOKENS)}"
         if section == "pinned":
             reason = "pinned: always leads the brief"
-        elif row.similarity is not None:
-            reason = f"hot ({row.hit_count} hits); similarity {row.similarity:.3f} to the task"
         else:
-            reason = f"hot ({row.hit_count} hits); no task given, most used first"
+            what = "about the person" if section == "personal" else "hot"
+            reason = f"{what} ({row.hit_count} hits); " + (
+                f"similarity {row.similarity:.3f} to the task"
+                if row.similarity is not None
+                else "no task given, most used first"
+            )
         return BriefItem(
             kind="memory",
             id=row.id,

@@ -24,7 +24,8 @@ from ultron.memory.schemas import MemoryPatch, UploadRequest
 
 INSTRUCTIONS = """Ultron is a memory hub shared by many agents: what one agent learned, the others can find.
 
-- At the start of a session call `brief` (optionally with the task) for pinned rules and hot memories.
+- At the start of a session call `brief` (optionally with the task) for pinned rules, what is known
+  about the person and hot memories.
 - Before a non-trivial task call `search_skills`: a skill is a tested procedure distilled from many
   agents' experience. When one matches, load it with `get_skill` and follow its SKILL.md.
 - Before non-trivial work (debugging an error, touching an unfamiliar system, a task that smells
@@ -159,8 +160,8 @@ def build_server(
     @server.tool()
     async def brief(ctx: Context, task: str | None = None, max_tokens: int | None = None) -> dict[str, Any]:
         """Call at the START of a session: what to know before working, within max_tokens. Pinned
-        memories first, then HOT memories most relevant to the optional task hint, then relevant
-        skills; each item says why it is there."""
+        memories first, then what is known about the person (life, preferences), then HOT memories
+        most relevant to the optional task hint, then relevant skills; each item says why it is there."""
         return await run(ctx, "brief", task, max_tokens)
 
     @server.tool()

@@ -158,7 +158,7 @@ class Ultron:
     # --- companion memory ----------------------------------------------------------------------
 
     def brief(self, task: str | None = None, max_tokens: int | None = None) -> Brief:
-        """What to know at session start: pinned, then HOT memories relevant to `task`, then skills."""
+        """What to know at session start: pinned, personal, HOT memories relevant to `task`, skills."""
         return self._backend.brief(task, max_tokens)
 
     def pin_memory(self, memory_id: UUID | str) -> MemoryRecord:
