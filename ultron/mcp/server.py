@@ -32,8 +32,10 @@ INSTRUCTIONS = """Ultron is a memory hub shared by many agents: what one agent l
   familiar) call `search_memories`; read promising hits with `get_memory_details`.
 - After solving something others could hit again, call `upload_memory` with objective, reusable
   experience: the symptom or fact, the context (versions, environment) and the resolution.
-  Never upload secrets, credentials, tokens or personal data (the hub redacts, but do not rely on it),
-  and not chit-chat or one-off state.
+  Never upload secrets, credentials, tokens or identifying data such as e-mail addresses, phone or ID
+  numbers (the hub redacts, but do not rely on it), and not chit-chat or one-off state.
+- A companion remembering its person (a preference, a life event they told you) uploads that with
+  scope="private": only you will see it, and it stays for months even when unused.
 - Fix what is wrong with `edit`; remove what is false or harmful with `forget`.
 """
 
@@ -113,9 +115,10 @@ def build_server(
     ) -> dict[str, Any]:
         """Store one objective, reusable experience after solving something another agent could hit
         again: content = the symptom, fact or lesson; context = where (task, environment, versions);
-        resolution = what fixed it or what to do. NEVER include secrets, credentials, tokens or personal
-        data; no chit-chat, no one-off state. Near duplicates are merged automatically. scope: shared
-        (default, the whole tenant), private (only you) or group (with group=NAME)."""
+        resolution = what fixed it or what to do. NEVER include secrets, credentials, tokens or identifying
+        data (e-mail, phone, ID numbers); no chit-chat, no one-off state. Near duplicates are merged
+        automatically. scope: shared (default, the whole tenant), private (only you: what a person told
+        you about themselves) or group (with group=NAME)."""
         req = UploadRequest(
             content=content,
             context=context,
