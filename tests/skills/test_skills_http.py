@@ -500,5 +500,6 @@ def test_an_uploaded_skills_own_front_matter_survives_export_and_new_versions(hu
     assert r.json()["skill"]["version"] == "1.1.0"
     again = parse(bob.get("/skills/release-checklist/SKILL.md").text)
     assert again.extra == back.extra and again.metadata == {**back.metadata, "version": "1.1.0"}
-    # an older version still exports what it was uploaded with; a crystallized skill has no extra keys
-    assert parse(render(SkillDoc("x", "", "## Steps\n\n1. a\n", {}))).extra == {}
+    # an older version still exports what it was uploaded with
+    first = bob.get("/skills/release-checklist/SKILL.md", params={"version": "1.0.0"}).text
+    assert parse(first).extra == back.extra and parse(first).metadata["version"] == "1.0.0"

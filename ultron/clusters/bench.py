@@ -199,7 +199,12 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
+def _p50(values: list[float]) -> float | None:
+    return round(_pct(values, 0.5), 3) if values else None
+
+
 def _ratio(values: list[float], base: list[float]) -> float | None:
+    """The p50 of `values` over the p50 of the smallest size's (None when either was not measured)."""
     return round(_pct(values, 0.5) / _pct(base, 0.5), 3) if values and base else None
 
 
@@ -220,18 +225,16 @@ def report_rows(sizes: list[Size]) -> list[dict[str, Any]]:
                 "p50_ms": round(p50, 3),
                 "p95_ms": round(p95, 3),
                 "mean_ms": round(statistics.fmean(z.assign_ms), 3),
-                "p50_ratio": round(p50 / _pct(base.assign_ms, 0.5), 3),
+                "p50_ratio": _ratio(z.assign_ms, base.assign_ms),
                 "p95_ratio": round(p95 / _pct(base.assign_ms, 0.95), 3),
-                "join_p50_ms": round(_pct(z.join_ms, 0.5), 3) if z.join_ms else None,
+                "join_p50_ms": _p50(z.join_ms),
                 "join_p50_ratio": _ratio(z.join_ms, base.join_ms),
-                "start_p50_ms": round(_pct(z.start_ms, 0.5), 3) if z.start_ms else None,
+                "start_p50_ms": _p50(z.start_ms),
                 "start_p50_ratio": _ratio(z.start_ms, base.start_ms),
-                "probe_p50_ms": round(_pct(z.probe_ms, 0.5), 3),
-                "probe_p50_ratio": round(_pct(z.probe_ms, 0.5) / _pct(base.probe_ms, 0.5), 3),
-                "exact_p50_ms": round(_pct(z.exact_ms, 0.5), 3) if z.exact_ms else None,
-                "exact_p50_ratio": (
-                    round(_pct(z.exact_ms, 0.5) / _pct(base.exact_ms, 0.5), 3) if base.exact_ms else None
-                ),
+                "probe_p50_ms": _p50(z.probe_ms),
+                "probe_p50_ratio": _ratio(z.probe_ms, base.probe_ms),
+                "exact_p50_ms": _p50(z.exact_ms),
+                "exact_p50_ratio": _ratio(z.exact_ms, base.exact_ms),
                 "updates": z.updates,
                 "hot_updates": z.hot_updates,
             }

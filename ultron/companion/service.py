@@ -41,14 +41,15 @@ from ultron.memory.schemas import (
     UploadResult,
 )
 from ultron.memory.service import MemoryService, project
-from ultron.memory.text import REFLECTION_TYPE
+from ultron.memory.text import PERSONAL_TYPES, REFLECTION_TYPE
 from ultron.providers.tokens import count_tokens, truncate_to_tokens
 from ultron.tenancy import Actor
 
 # Pinned memories a brief considers at most (pins are few by nature; this bounds a runaway).
 BRIEF_PINNED_LIMIT = 200
-# What a companion brings to a session about its person (pinned and HOT ones have their own sections).
-BRIEF_PERSONAL_TYPES = ("life", "preference")
+# What a companion brings to a session about its person (pinned and HOT ones have their own sections):
+# the personal types but the agent's own reflections, which are about it, not the person.
+BRIEF_PERSONAL_TYPES = tuple(t for t in PERSONAL_TYPES if t != REFLECTION_TYPE)
 # Longest resolution a brief line carries.
 BRIEF_RESOLUTION_TOKENS = 48
 # Old memories serendipity draws from, and the most it surfaces.
