@@ -48,6 +48,8 @@ from ultron.skills.schemas import (
 from ultron.tenancy import Actor
 
 logger = logging.getLogger(__name__)
+# Versions are integer columns: this orders 1.10.0 above 1.9.0.
+NEWEST_FIRST = (Skill.version_major.desc(), Skill.version_minor.desc(), Skill.version_patch.desc())
 
 Verifier = Callable[[SkillDoc, list[dict[str, Any]]], evolve.Verdict]
 Synthesizer = Callable[[str, list[dict[str, Any]]], SkillDoc]
@@ -255,18 +257,31 @@ class SkillService:
             update(Skill).where(Skill.tenant_id == tenant_id, Skill.slug == slug).values(status="superseded")
         )
 
+    def newest(self, session: Session, tenant_id: UUID, slug: str | None) -> Skill | None:
+        """The slug's highest version (whatever its status), or None."""
+        return session.scalar(
+            select(Skill)
+            .where(Skill.tenant_id == tenant_id, Skill.slug == slug)
+            .order_by(*NEWEST_FIRST)
+            .limit(1)
+        )
+
     def latest(
         self, session: Session, tenant_id: UUID, slug: str | None, version: str | None = None
     ) -> Skill:
-        stmt = select(Skill).where(Skill.tenant_id == tenant_id, Skill.slug == slug)
-        if version is not None:
+        if version is None:
+            skill = self.newest(session, tenant_id, slug)
+        else:
             v = Version.parse(version)
-            stmt = stmt.where(
-                Skill.version_major == v.major, Skill.version_minor == v.minor, Skill.version_patch == v.patch
+            skill = session.scalar(
+                select(Skill).where(
+                    Skill.tenant_id == tenant_id,
+                    Skill.slug == slug,
+                    Skill.version_major == v.major,
+                    Skill.version_minor == v.minor,
+                    Skill.version_patch == v.patch,
+                )
             )
-        skill = session.scalar(
-            stmt.order_by(Skill.version_major.desc(), Skill.version_minor.desc(), Skill.version_patch.desc())
-        )
         if skill is None:
             raise NotFound(f"skill {slug!r}{f' version {version}' if version else ''} not found")
         return skill
@@ -275,7 +290,7 @@ class SkillService:
         rows = session.execute(
             select(Skill.version_major, Skill.version_minor, Skill.version_patch)
             .where(Skill.tenant_id == tenant_id, Skill.slug == slug)
-            .order_by(Skill.version_major.desc(), Skill.version_minor.desc(), Skill.version_patch.desc())
+            .order_by(*NEWEST_FIRST)
         ).all()
         return [str(Version(*r)) for r in rows]
 
@@ -376,12 +391,7 @@ class SkillService:
         session.execute(
             q("lock_skill_slug"), {"ns": UPLOAD_LOCK_NAMESPACE, "tenant_id": actor.tenant_id, "slug": slug}
         )
-        current = session.scalar(
-            select(Skill)
-            .where(Skill.tenant_id == actor.tenant_id, Skill.slug == slug)
-            .order_by(Skill.version_major.desc(), Skill.version_minor.desc(), Skill.version_patch.desc())
-            .limit(1)
-        )
+        current = self.newest(session, actor.tenant_id, slug)
         version = version_of(current).bump_minor() if current is not None else FIRST
         kept = kept_front_matter(doc)
         skill = self.save(session, actor.tenant_id, slug, version, doc, None, None, front_matter=kept)

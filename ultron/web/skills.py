@@ -17,6 +17,7 @@ from ultron.db.queries import q
 from ultron.errors import NotFound
 from ultron.skills.format import Version
 from ultron.skills.schemas import EvolutionEntry
+from ultron.skills.service import NEWEST_FIRST
 from ultron.tenancy import Actor
 
 if TYPE_CHECKING:
@@ -126,7 +127,7 @@ def _versions(session: Session, actor: Actor, slug: str) -> list[SkillVersion]:
             Skill.created_at,
         )
         .where(Skill.tenant_id == actor.tenant_id, Skill.slug == slug)
-        .order_by(Skill.version_major.desc(), Skill.version_minor.desc(), Skill.version_patch.desc())
+        .order_by(*NEWEST_FIRST)
     ).all()
     return [
         SkillVersion(version=str(Version(*r[:3])), status=r.status, score=r.score, created_at=r.created_at)
