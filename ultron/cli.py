@@ -281,7 +281,10 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
     settings = _settings(args)
     hard, soft = settings.dedup_thresholds
-    report = calibration.run(build_embedder(settings), heuristic.same_subject, hard, soft)
+    split = None if args.split == "all" else args.split
+    report = calibration.run(
+        build_embedder(settings), heuristic.same_subject, hard, soft, split=split, gate=heuristic.agree
+    )
     print(report.format())
     return 0
 
@@ -450,6 +453,7 @@ def build_parser() -> argparse.ArgumentParser:
         "dedup-calibration", help="dedup precision/recall of the active model at its thresholds"
     )
     _add_common(p)
+    p.add_argument("--split", choices=("heldout", "dev", "all"), default="heldout", help="pairs to report on")
     p.set_defaults(func=cmd_calibrate)
 
     p = sub.add_parser("bench", help="upload and search benchmark (hash embedder, embedded Postgres)")

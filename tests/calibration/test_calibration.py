@@ -124,11 +124,11 @@ def test_suggest_hard_is_one_when_no_threshold_is_precise_enough() -> None:
 
 
 def test_suggest_hard_uses_the_lowest_precise_threshold() -> None:
-    # 40 duplicates then one distinct: precision stays >= 0.97 down to the distinct pair's cosine.
-    pairs = [pair(f"d{i}", "en", "duplicate") for i in range(40)] + [pair("n", "en", "distinct")]
-    cosines = [0.99 - 0.001 * i for i in range(40)] + [0.5]
+    # 100 duplicates then one distinct: precision stays >= 0.99 down to the distinct pair's cosine.
+    pairs = [pair(f"d{i}", "en", "duplicate") for i in range(100)] + [pair("n", "en", "distinct")]
+    cosines = [0.999 - 0.001 * i for i in range(100)] + [0.5]
     hard, _ = cal.suggest_thresholds(pairs, cosines)
-    assert hard == 0.5  # 40/41 = 0.9756 >= 0.97
+    assert hard == 0.5  # 100/101 = 0.9901 >= 0.99
 
 
 def test_roc_auc() -> None:
@@ -187,3 +187,41 @@ def test_run_with_the_heuristic_judge() -> None:
     report = cal.run(FakeEmbedder(), heuristic.same_subject, 0.95, 0.9)
     assert report.judge_name is not None and "same_subject" in report.judge_name
     assert report.judge_calls == report.bands["judge"]["duplicate"] + report.bands["judge"]["distinct"]
+
+
+def test_a_gated_out_pair_above_hard_goes_to_the_judge() -> None:
+    pairs = [
+        pair("g1", "en", "duplicate", a="ok"),  # gate passes: automatic merge
+        pair("g2", "en", "distinct", a="veto"),  # gate fails, judge says different: not merged
+        pair("g3", "en", "duplicate", a="veto same"),  # gate fails, judge says same: judge merge
+    ]
+    report = cal.evaluate(
+        pairs,
+        [0.99, 0.99, 0.99],
+        hard=0.9,
+        soft=0.8,
+        judge=lambda a, b: "same" in a["content"],
+        gate=lambda a, b: "veto" not in a["content"],
+        suggest=False,
+    )
+    assert [(s.auto, s.merged) for s in report.scores] == [(True, True), (False, False), (False, True)]
+    assert report.merges("auto") == (1, 0) and report.merges("judge") == (1, 0)
+    assert report.merge_precision("auto") == report.merge_precision("judge") == 1.0
+    assert "automatic merges" in report.format()
+
+
+def test_suggested_soft_keeps_judge_merges_precise() -> None:
+    # The judge says "same" to everything: reaching down would add wrong judge merges, so SOFT stays at HARD.
+    pairs = [pair(f"d{i}", "en", "duplicate") for i in range(5)] + [pair("n", "en", "distinct")]
+    cosines = [0.99, 0.98, 0.97, 0.85, 0.84, 0.86]
+    hard, soft = cal.suggest_thresholds(pairs, cosines, judge=lambda a, b: True)
+    assert hard == 0.97 and soft == 0.97
+
+
+def test_splits_partition_the_shipped_set() -> None:
+    every = cal.load_pairs()
+    dev, held = cal.load_pairs(split="dev"), cal.load_pairs(split="heldout")
+    assert len(dev) + len(held) == len(every)
+    assert all(cal.split_of(p) == "dev" for p in dev)
+    with pytest.raises(ValueError):
+        cal.load_pairs(split="test")

@@ -136,6 +136,33 @@ def test_shared_topic_alone_is_not_the_same_subject() -> None:
 # pair is asked both ways.
 SAME = [
     (
+        _memory(
+            "pip install fails inside the docker container: no network access",
+            "CI build",
+            "use --network host",
+        ),
+        _memory(
+            "inside a docker container pip install fails because there is no network access",
+            "CI build",
+            "run the build with --network host",
+        ),
+    ),
+    (
+        _memory("Nginx 上传大文件返回 413", "", "nginx.conf 里把 client_max_body_size 调大到 100m"),
+        _memory("nginx 上传大文件报 413", "", "把 nginx.conf 的 client_max_body_size 调大到 100m 后 reload"),
+    ),
+    (
+        _memory("Mel: We booked a campsite near the beach for the 20th of July."),
+        _memory("Mel said the family booked a campsite near the beach for July 20."),
+    ),
+]
+
+# Written for these tests, not taken from the calibration set. The judge must be symmetric, so every
+# pair is asked both ways.
+# Loose paraphrases: the same lesson told with few shared content words. Offline, the judge cannot be sure
+# of them and keeps both (a missed merge costs a row; the contribution stays findable either way).
+LOOSE = [
+    (
         _memory("Nginx 上传大文件返回 413", "", "把 client_max_body_size 调大到 100m"),
         _memory(
             "上传超过 1M 的文件时 nginx 报 413 Request Entity Too Large",
@@ -173,7 +200,10 @@ SAME = [
             "cron used the system python: put the venv's python path in the crontab",
         ),
     ),
-    # Different version numbers alone do not make another subject.
+]
+
+DIFFERENT = [
+    # Different versions: kept apart (the fix may not carry over).
     (
         _memory(
             "pip install fails on Python 3.11 behind the corporate proxy", "", "export HTTPS_PROXY first"
@@ -184,9 +214,32 @@ SAME = [
             "set HTTPS_PROXY, then it works",
         ),
     ),
-]
-
-DIFFERENT = [
+    # Same template, different package / name / date / number (issue 14).
+    (
+        _memory("ModuleNotFoundError: No module named 'pandas'", "", "pip install pandas"),
+        _memory("ModuleNotFoundError: No module named 'numpy'", "", "pip install numpy"),
+    ),
+    (
+        _memory("ModuleNotFoundError: No module named 'torch'", "", "pip install torch"),
+        _memory("ModuleNotFoundError: No module named 'torchvision'", "", "pip install torchvision"),
+    ),
+    (_memory("Dentist with Dr. Chen on Tuesday at 3pm"), _memory("Dentist with Dr. Chen on Thursday at 3pm")),
+    (_memory("Container exits with exit code 137"), _memory("Container exits with exit code 1")),
+    (
+        _memory("KeyError: 'user_id' in the session handler", "Traceback in app/session.py"),
+        _memory("KeyError: 'timestamp' in the session handler", "Traceback in app/session.py"),
+    ),
+    (
+        _memory("rebase stopped with conflicts in src/app.py", "", "fix it, then git rebase --continue"),
+        _memory("merge stopped with conflicts in src/app.py", "", "git merge --abort to go back"),
+    ),
+    (_memory("Permission denied: /var/log/app.log"), _memory("Permission denied: /etc/ssl/server.key")),
+    # Chit-chat turns of one conversation share names, greetings and times, not content.
+    (
+        _memory("Mel: Hey Caroline! Good to see you! How have you been?"),
+        _memory("Caroline: Hey Mel! Good to see you too! How was the weekend?"),
+    ),
+    (_memory("小美：嗨，小林！好久不见，最近怎么样？"), _memory("小林：小美你好！好久不见，最近挺好的。")),
     # opposite preferences
     (
         _memory("User prefers tabs for indentation in Go files"),
@@ -213,6 +266,28 @@ DIFFERENT = [
 @pytest.mark.parametrize(("a", "b"), SAME)
 def test_same_subject_pairs(a: dict[str, str], b: dict[str, str]) -> None:
     assert heuristic.same_subject(a, b) and heuristic.same_subject(b, a)
+
+
+@pytest.mark.parametrize(("a", "b"), LOOSE)
+def test_loose_paraphrases_are_kept_apart_offline(a: dict[str, str], b: dict[str, str]) -> None:
+    assert not heuristic.same_subject(a, b) and not heuristic.same_subject(b, a)
+
+
+def test_conflicts_name_the_distinguishing_class() -> None:
+    pandas = _memory("No module named 'pandas'", "", "pip install pandas")
+    assert "package" in heuristic.conflicts(
+        pandas, _memory("No module named 'numpy'", "", "pip install numpy")
+    )
+    assert (
+        heuristic.conflicts(pandas, _memory("No module named pandas in cron", "", "pip install pandas")) == []
+    )
+    assert "number" in heuristic.conflicts(_memory("standup at 9:30"), _memory("standup at 10:00"))
+    assert "date" in heuristic.conflicts(_memory("standup on Monday"), _memory("standup on Friday"))
+    assert "command" in heuristic.conflicts(
+        _memory("x", "", "git rebase --continue"), _memory("x", "", "git merge --abort")
+    )
+    # Chat speakers, greetings and times are not evidence that two turns say the same thing.
+    assert heuristic.evidence_terms(_memory("Mel: Hey Caroline! Good to see you tomorrow")) == set()
 
 
 @pytest.mark.parametrize(("a", "b"), DIFFERENT)
@@ -258,34 +333,15 @@ def test_a_huge_memory_is_judged_quickly() -> None:
 # --- merge --------------------------------------------------------------------------------------------
 
 
-def test_merge_appends_a_new_resolution_as_an_alternative() -> None:
+def test_merge_keeps_the_existing_text_rather_than_append_fragments() -> None:
     existing = _memory("pip fails in docker", "CI", "Configure a proxy.")
-    merged = heuristic.merge(existing, _memory("pip fails in container", "", "Use --network host"))
-    assert merged == {
-        "content": "pip fails in docker",
-        "context": "CI",
-        "resolution": "Configure a proxy.\nAlternative: Use --network host",
-    }
-
-
-def test_merge_returns_none_when_nothing_would_change() -> None:
-    existing = _memory("pip fails in docker", "CI", "Configure a proxy. Or use --network host.")
+    assert heuristic.merge(existing, _memory("pip fails in container", "", "Use --network host")) is None
     assert heuristic.merge(existing, _memory("x", "", "")) is None
-    assert heuristic.merge(existing, _memory("x", "", "use  --NETWORK host")) is None
 
 
 def test_merge_into_an_empty_resolution_takes_the_incoming_one() -> None:
     merged = heuristic.merge(_memory("pip fails", "", ""), _memory("pip fails", "", "use a mirror"))
-    assert merged is not None and merged["resolution"] == "use a mirror"
-
-
-def test_merge_caps_the_number_of_alternatives() -> None:
-    existing = _memory("pip fails", "", "first")
-    for i in range(heuristic.MAX_ALTERNATIVES):
-        merged = heuristic.merge(existing, _memory("pip fails", "", f"fix number {i}"))
-        assert merged is not None
-        existing = merged
-    assert heuristic.merge(existing, _memory("pip fails", "", "yet another fix")) is None
+    assert merged == {"content": "pip fails", "context": "", "resolution": "use a mirror"}
 
 
 # --- extraction ---------------------------------------------------------------------------------------

@@ -6,14 +6,21 @@ models (multilingual-e5 puts unrelated texts near 0.8, DashScope v4 much lower),
 be calibrated per model. This module does that against a labelled set of duplicate / distinct pairs
 shipped with the package (`ultron/memory/data/dedup_calibration.jsonl`, see docs/embeddings.md).
 
-Threshold rule (`suggest_thresholds`):
+Cosine alone cannot tell "No module named pandas / pip install pandas" from the same sentence about numpy
+(multilingual-e5 puts them at 0.97), so an automatic merge also needs a *gate*: the two texts' distinguishing
+tokens (package, version, path, command, error code, number, date...) must agree
+(`heuristic.conflicts`). The decision is: cos >= HARD and the gate passes: merge automatically; SOFT <= cos
+(and not merged automatically): ask the judge; below SOFT: a new memory.
 
-* HARD is the lowest cosine t such that the pairs with cosine >= t, merged without a judge, are
-  duplicates at least `HARD_TARGET_PRECISION` (0.97) of the time. A wrong merge loses a memory, so the
-  automatic band is tuned for precision and recall is left to the judge.
-* SOFT is then the cosine s <= HARD that maximises F1 of the whole decision: merge at >= HARD, ask the
-  judge in [s, HARD), new below s. Ties go to the highest s (fewest judge calls). Without a judge the
-  band merges nothing, so SOFT = HARD.
+Threshold rule (`suggest_thresholds`), applied to the *dev* split only (`split_of`); the *held-out* split
+is for reporting:
+
+* HARD is the lowest cosine t such that the gated pairs with cosine >= t are duplicates at least
+  `HARD_TARGET_PRECISION` (0.99) of the time. A wrong merge loses a memory, so the automatic band is
+  tuned for precision and recall is left to the judge.
+* SOFT is then the cosine s <= HARD that maximises F1 of the whole decision while the judge's own merges
+  stay at least `JUDGE_TARGET_PRECISION` (0.97) precise. Ties go to the highest s (fewest judge calls).
+  Without a judge the band merges nothing, so SOFT = HARD.
 
 Candidate thresholds are the observed cosines themselves, so the returned values reproduce the reported
 counts exactly; round them down with care (rounding can pull extra pairs into a band).
@@ -21,6 +28,7 @@ counts exactly; round them down with care (rounding can pull extra pairs into a 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections.abc import Callable, Iterable, Sequence
@@ -34,11 +42,15 @@ from ultron.memory.text import embedding_text
 LABELS = ("duplicate", "distinct")
 FIELDS = ("content", "context", "resolution")
 BANDS = ("merge", "judge", "new")
-HARD_TARGET_PRECISION = 0.97
+HARD_TARGET_PRECISION = 0.99
+JUDGE_TARGET_PRECISION = 0.97
+SPLITS = ("dev", "heldout")
 DATA_FILE = "dedup_calibration.jsonl"
 EMBED_BATCH = 64
 
 Judge = Callable[[dict[str, Any], dict[str, Any]], bool]
+# Whether two memories may be merged without asking the judge (their distinguishing tokens agree).
+Gate = Callable[[dict[str, Any], dict[str, Any]], bool]
 EmbedFn = Callable[[list[str]], Sequence[Sequence[float]]]
 
 
@@ -56,8 +68,17 @@ def default_path() -> Path:
     return Path(str(resources.files("ultron.memory").joinpath("data", DATA_FILE)))
 
 
-def load_pairs(path: Path | None = None) -> list[dict[str, Any]]:
-    """Labelled pairs, one JSON object a line: id, lang, label, a, b (content/context/resolution), note."""
+def split_of(pair: dict[str, Any]) -> str:
+    """'dev' or 'heldout', fixed by the pair id (first byte of its sha256 even: dev)."""
+    return "dev" if hashlib.sha256(str(pair["id"]).encode()).digest()[0] % 2 == 0 else "heldout"
+
+
+def load_pairs(path: Path | None = None, *, split: str | None = None) -> list[dict[str, Any]]:
+    """Labelled pairs, one JSON object a line: id, lang, label, a, b (content/context/resolution), note.
+
+    `split` ('dev' or 'heldout') keeps only that half; None keeps all."""
+    if split is not None and split not in SPLITS:
+        raise ValueError(f"split must be one of {SPLITS}")
     path = default_path() if path is None else Path(path)
     pairs: list[dict[str, Any]] = []
     with path.open(encoding="utf-8") as fh:
@@ -70,7 +91,8 @@ def load_pairs(path: Path | None = None) -> list[dict[str, Any]]:
             for side in ("a", "b"):
                 if not str(pair.get(side, {}).get("content", "")).strip():
                     raise ValueError(f"{path}:{number}: pair side {side!r} has no content")
-            pairs.append(pair)
+            if split is None or split_of(pair) == split:
+                pairs.append(pair)
     return pairs
 
 
@@ -125,6 +147,7 @@ class PairScore:
     judged_same: bool | None  # the judge's verdict, None when it was not asked
     band: str = "new"  # merge | judge | new
     merged: bool = False
+    auto: bool = False  # merged without the judge (merge band, gate passed)
 
 
 @dataclass
@@ -201,10 +224,23 @@ class CalibrationReport:
     suggested_by_lang: dict[str, tuple[float, float]] = field(default_factory=dict)
     model_name: str = ""
     judge_name: str | None = None
+    split: str = "all"
+    gated: bool = False
 
     @property
     def judge_calls(self) -> int:
         return sum(1 for s in self.scores if s.judged_same is not None)
+
+    def merges(self, kind: str) -> tuple[int, int]:
+        """(duplicates, distinct pairs) merged automatically ('auto') or by the judge ('judge')."""
+        chosen = [s for s in self.scores if s.merged and s.auto == (kind == "auto")]
+        dup = sum(1 for s in chosen if s.label == "duplicate")
+        return dup, len(chosen) - dup
+
+    def merge_precision(self, kind: str) -> float:
+        """Share of the automatic (or judge) merges that were duplicates; 1.0 when there were none."""
+        dup, distinct = self.merges(kind)
+        return dup / (dup + distinct) if dup + distinct else 1.0
 
     def to_dict(self) -> dict[str, Any]:
         def m(x: Metrics) -> dict[str, Any]:
@@ -231,6 +267,11 @@ class CalibrationReport:
             "auc_by_lang": self.auc_by_lang,
             "suggested": list(self.suggested) if self.suggested else None,
             "suggested_by_lang": {k: list(v) for k, v in self.suggested_by_lang.items()},
+            "split": self.split,
+            "auto_merges": list(self.merges("auto")),
+            "auto_precision": self.merge_precision("auto"),
+            "judge_merges": list(self.merges("judge")),
+            "judge_precision": self.merge_precision("judge"),
         }
 
     def format(self) -> str:
@@ -241,7 +282,8 @@ class CalibrationReport:
             f"Dedup calibration: {self.overall.n} pairs"
             + (f", model {self.model_name}" if self.model_name else "")
             + f", judge {self.judge_name or 'none'}",
-            f"Thresholds: HARD {self.hard:.4f}  SOFT {self.soft:.4f}",
+            f"Split: {self.split}; thresholds: HARD {self.hard:.4f}  SOFT {self.soft:.4f}"
+            + ("; automatic merges need agreeing distinguishing tokens" if self.gated else ""),
             "",
             f"{'subset':<10}{'pairs':>6}{'dup':>5}{'AUC':>7}{'prec':>7}{'recall':>8}{'F1':>7}"
             f"{'TP':>5}{'FP':>5}{'FN':>5}",
@@ -266,6 +308,17 @@ class CalibrationReport:
             band_scores = [s for s in self.scores if s.judged_same is not None]
             right = sum(1 for s in band_scores if s.judged_same == (s.label == "duplicate"))
             lines.append(f"judge calls: {len(band_scores)}, agreeing with the label: {right}")
+        lines.append("")
+        for kind, name in (("auto", "automatic merges"), ("judge", "judge merges")):
+            dup, distinct = self.merges(kind)
+            lines.append(
+                f"{name + ':':<18}{dup + distinct:>5}  precision {self.merge_precision(kind):.3f}"
+                f"  ({distinct} wrong)"
+            )
+        lines.append(
+            f"{'recall:':<18}{self.overall.tp:>5}  of {self.overall.tp + self.overall.fn} duplicates"
+            f" merged ({self.overall.recall:.3f})"
+        )
         if self.suggested:
             lines += [
                 "",
@@ -275,8 +328,9 @@ class CalibrationReport:
             for lang, (hard, soft) in sorted(self.suggested_by_lang.items()):
                 lines.append(f"  {lang:<8} HARD {_floor5(hard)}  SOFT {_floor5(soft)}")
             lines.append(
-                f"  rule: HARD = lowest cosine with merge precision >= {HARD_TARGET_PRECISION:.2f} above it;"
-                " SOFT = best F1 with the judge in [SOFT, HARD)"
+                f"  rule (on the dev split): HARD = lowest cosine with automatic-merge precision >= "
+                f"{HARD_TARGET_PRECISION:.2f} above it; SOFT = best F1 with the judge in [SOFT, HARD) while "
+                f"judge merges stay >= {JUDGE_TARGET_PRECISION:.2f} precise"
             )
         return "\n".join(lines)
 
@@ -311,12 +365,14 @@ def _score(
     hard: float,
     soft: float,
     verdict: Callable[[int], bool] | None,
+    passes: Callable[[int], bool] | None = None,
 ) -> list[PairScore]:
     scores = []
     for i, (pair, cosine) in enumerate(zip(pairs, cosines, strict=True)):
         band = _band(cosine, hard, soft)
+        auto = band == "merge" and (passes is None or passes(i))
         judged: bool | None = None
-        if band == "judge" and verdict is not None:
+        if band != "new" and not auto and verdict is not None:
             judged = verdict(i)
         scores.append(
             PairScore(
@@ -326,14 +382,15 @@ def _score(
                 cosine=float(cosine),
                 judged_same=judged,
                 band=band,
-                merged=band == "merge" or bool(judged),
+                merged=auto or bool(judged),
+                auto=auto,
             )
         )
     return scores
 
 
-def _memoized(pairs: Sequence[dict[str, Any]], judge: Judge | None) -> Callable[[int], bool] | None:
-    """The judge as a function of the pair index, asked at most once per pair."""
+def _memoized(pairs: Sequence[dict[str, Any]], judge: Judge | Gate | None) -> Callable[[int], bool] | None:
+    """The judge (or gate) as a function of the pair index, asked at most once per pair."""
     if judge is None:
         return None
     cache: dict[int, bool] = {}
@@ -353,20 +410,23 @@ def evaluate(
     hard: float,
     soft: float,
     judge: Judge | None,
+    gate: Gate | None = None,
     suggest: bool = True,
 ) -> CalibrationReport:
     """Precision/recall of the merge decision at (hard, soft), overall and per language, with band counts.
 
-    Decision: merge if cos >= hard; if soft <= cos < hard, merge when judge(a, b) says so (no judge: not
-    merged); below soft, not merged. With `suggest`, also reports `suggest_thresholds` overall and per
-    language (this asks the judge about every pair below the suggested HARD, once each).
+    Decision: merge if cos >= hard and the gate passes (no gate: always); otherwise, if cos >= soft, merge
+    when judge(a, b) says so (no judge: not merged); below soft, not merged. With `suggest`, also reports
+    `suggest_thresholds` overall and per language (this asks the judge about every pair below the
+    suggested HARD, once each).
     """
     if len(pairs) != len(cosines):
         raise ValueError(f"{len(pairs)} pairs but {len(cosines)} cosines")
     if soft > hard:
         raise ValueError(f"soft ({soft}) must not exceed hard ({hard})")
     verdict = _memoized(pairs, judge)
-    scores = _score(pairs, cosines, hard, soft, verdict)
+    passes = _memoized(pairs, gate)
+    scores = _score(pairs, cosines, hard, soft, verdict, passes)
     bands = {band: dict.fromkeys(LABELS, 0) for band in BANDS}
     for s in scores:
         bands[s.band][s.label] += 1
@@ -388,23 +448,41 @@ def evaluate(
             for lang in langs
         },
         judge_name=_judge_name(judge),
+        gated=gate is not None,
     )
     if suggest:
-        report.suggested = _suggest(pairs, cosines, verdict)
-        for lang in langs:
-            idx = [i for i, p in enumerate(pairs) if p.get("lang", "") == lang]
-            sub_verdict = None if verdict is None else (lambda j, idx=idx: verdict(idx[j]))
-            report.suggested_by_lang[lang] = _suggest(
-                [pairs[i] for i in idx], [cosines[i] for i in idx], sub_verdict
-            )
+        report.suggested, report.suggested_by_lang = _suggest_all(pairs, cosines, verdict, passes)
     return report
+
+
+def _suggest_all(
+    pairs: Sequence[dict[str, Any]],
+    cosines: Sequence[float],
+    verdict: Callable[[int], bool] | None,
+    passes: Callable[[int], bool] | None,
+) -> tuple[tuple[float, float], dict[str, tuple[float, float]]]:
+    """Suggested (HARD, SOFT) over all the pairs given and per language."""
+    overall = _suggest(pairs, cosines, verdict, passes)
+    by_lang = {}
+    for lang in sorted({str(p.get("lang", "")) for p in pairs}):
+        idx = [i for i, p in enumerate(pairs) if p.get("lang", "") == lang]
+
+        def sub(fn: Callable[[int], bool] | None, idx: list[int] = idx) -> Callable[[int], bool] | None:
+            return None if fn is None else (lambda j: fn(idx[j]))
+
+        by_lang[lang] = _suggest(
+            [pairs[i] for i in idx], [cosines[i] for i in idx], sub(verdict), sub(passes)
+        )
+    return overall, by_lang
 
 
 # --- threshold suggestion -----------------------------------------------------------------------------
 
 
-def _hard_threshold(cosines: Sequence[float], labels: Sequence[str], target: float) -> float:
-    """Lowest observed cosine t with precision >= target among pairs with cosine >= t; 1.0 if none."""
+def _hard_threshold(
+    cosines: Sequence[float], labels: Sequence[str], target: float, gated: Sequence[bool] | None = None
+) -> float:
+    """Lowest observed cosine t with precision >= target among (gated) pairs with cosine >= t; 1.0 if none."""
     order = sorted(range(len(cosines)), key=lambda i: cosines[i], reverse=True)
     best = 1.0
     tp = fp = 0
@@ -412,31 +490,44 @@ def _hard_threshold(cosines: Sequence[float], labels: Sequence[str], target: flo
     while i < len(order):
         t = cosines[order[i]]
         while i < len(order) and cosines[order[i]] == t:  # ties enter together
-            if labels[order[i]] == "duplicate":
-                tp += 1
-            else:
-                fp += 1
+            if gated is None or gated[order[i]]:
+                if labels[order[i]] == "duplicate":
+                    tp += 1
+                else:
+                    fp += 1
             i += 1
-        if tp / (tp + fp) >= target:
+        if tp + fp and tp / (tp + fp) >= target:
             best = t
     return best
 
 
 def _suggest(
-    pairs: Sequence[dict[str, Any]], cosines: Sequence[float], verdict: Callable[[int], bool] | None
+    pairs: Sequence[dict[str, Any]],
+    cosines: Sequence[float],
+    verdict: Callable[[int], bool] | None,
+    passes: Callable[[int], bool] | None = None,
 ) -> tuple[float, float]:
     labels = [p["label"] for p in pairs]
-    hard = _hard_threshold(cosines, labels, HARD_TARGET_PRECISION)
+    gated = None if passes is None else [passes(i) for i in range(len(pairs))]
+    hard = _hard_threshold(cosines, labels, HARD_TARGET_PRECISION, gated)
+    positives = labels.count("duplicate")
+    auto = [c >= hard and (gated is None or gated[i]) for i, c in enumerate(cosines)]
+    tp = sum(1 for i, label in enumerate(labels) if auto[i] and label == "duplicate")
+    fp = sum(1 for i, label in enumerate(labels) if auto[i] and label != "duplicate")
     if verdict is None:
         return hard, hard
-    positives = labels.count("duplicate")
-    tp = sum(1 for c, label in zip(cosines, labels, strict=True) if c >= hard and label == "duplicate")
-    fp = sum(1 for c, label in zip(cosines, labels, strict=True) if c >= hard and label != "duplicate")
+    jtp = jfp = 0
+    for i, c in enumerate(cosines):  # above HARD but gated out: the judge is asked whatever SOFT is
+        if c >= hard and not auto[i] and verdict(i):
+            jtp, jfp = jtp + (labels[i] == "duplicate"), jfp + (labels[i] != "duplicate")
 
     def f1(tp: int, fp: int) -> float:
         return 2 * tp / (2 * tp + fp + (positives - tp)) if positives + fp else 0.0
 
-    best_soft, best_f1 = hard, f1(tp, fp)
+    def precise(jtp: int, jfp: int) -> bool:
+        return jtp + jfp == 0 or jtp / (jtp + jfp) >= JUDGE_TARGET_PRECISION
+
+    best_soft, best_f1 = hard, f1(tp + jtp, fp + jfp) if precise(jtp, jfp) else -1.0
     below = sorted((i for i, c in enumerate(cosines) if c < hard), key=lambda i: cosines[i], reverse=True)
     i = 0
     while i < len(below):
@@ -445,25 +536,28 @@ def _suggest(
             j = below[i]
             if verdict(j):
                 if labels[j] == "duplicate":
-                    tp += 1
+                    jtp += 1
                 else:
-                    fp += 1
+                    jfp += 1
             i += 1
-        score = f1(tp, fp)
-        if score > best_f1 + 1e-12:  # strictly better only: ties keep the higher SOFT
+        score = f1(tp + jtp, fp + jfp)
+        if precise(jtp, jfp) and score > best_f1 + 1e-12:  # strictly better only: ties keep the higher SOFT
             best_soft, best_f1 = s, score
     return hard, best_soft
 
 
 def suggest_thresholds(
-    pairs: Sequence[dict[str, Any]], cosines: Sequence[float], judge: Judge | None = None
+    pairs: Sequence[dict[str, Any]],
+    cosines: Sequence[float],
+    judge: Judge | None = None,
+    gate: Gate | None = None,
 ) -> tuple[float, float]:
     """(HARD, SOFT) by the rule in the module docstring: precision-first HARD, F1-best SOFT."""
     if len(pairs) != len(cosines):
         raise ValueError(f"{len(pairs)} pairs but {len(cosines)} cosines")
     if not pairs:
         return 1.0, 1.0
-    return _suggest(pairs, cosines, _memoized(pairs, judge))
+    return _suggest(pairs, cosines, _memoized(pairs, judge), _memoized(pairs, gate))
 
 
 # --- entry point for the CLI --------------------------------------------------------------------------
@@ -476,10 +570,29 @@ def run(
     soft: float,
     *,
     path: Path | None = None,
+    split: str | None = None,
+    gate: Gate | None = None,
 ) -> CalibrationReport:
-    """Score the shipped calibration set with `embedder` and evaluate the decision at (hard, soft)."""
+    """Score the shipped calibration set with `embedder` and evaluate the decision at (hard, soft).
+
+    The report covers `split` (None: every pair); thresholds are suggested from the dev split."""
     pairs = load_pairs(path)
     cosines = score_pairs(lambda texts: embedder.embed(texts, kind="document"), pairs)
-    report = evaluate(pairs, cosines, hard=hard, soft=soft, judge=judge)
+    chosen = [i for i, p in enumerate(pairs) if split is None or split_of(p) == split]
+    report = evaluate(
+        [pairs[i] for i in chosen],
+        [cosines[i] for i in chosen],
+        hard=hard,
+        soft=soft,
+        judge=judge,
+        gate=gate,
+        suggest=False,
+    )
+    dev = [i for i, p in enumerate(pairs) if split_of(p) == "dev"]
+    dev_pairs = [pairs[i] for i in dev]
+    report.suggested, report.suggested_by_lang = _suggest_all(
+        dev_pairs, [cosines[i] for i in dev], _memoized(dev_pairs, judge), _memoized(dev_pairs, gate)
+    )
     report.model_name = str(getattr(embedder, "model_name", ""))
+    report.split = split or "all"
     return report
