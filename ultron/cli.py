@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from ultron.config import Settings
 from ultron.errors import UltronError
+from ultron.memory import repair
 
 log = logging.getLogger("ultron")
 
@@ -403,6 +404,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_remote(p)
     p.add_argument("id")
     p.set_defaults(func=cmd_memory_delete)
+    repair.add_parser(memory, _add_common, _add_remote)  # memory split, memory repair-merges
 
     p = sub.add_parser("stats", help="memory counts by tier, type, status and scope")
     _add_common(p)

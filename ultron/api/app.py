@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 from uuid import UUID
 
 from fastapi import APIRouter, FastAPI, Request, Response
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
@@ -28,6 +28,7 @@ from ultron.memory.schemas import (
     MemoryRecord,
     MemoryStats,
     SearchResult,
+    SplitResult,
     Tier,
     UploadRequest,
     UploadResult,
@@ -154,6 +155,22 @@ def get_memory(request: Request, memory_id: UUID) -> MemoryRecord:
 def memory_contributions(request: Request, memory_id: UUID) -> list[Contribution]:
     """Every upload merged into this memory: who sent what, when."""
     return call(request, lambda s, a: request.app.state.hub.memory.contributions(s, a, memory_id))
+
+
+class SplitRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    contribution_id: int = Field(
+        ..., description="Id of a merged contribution (GET /memories/{id}/contributions)"
+    )
+
+
+@memories.post("/{memory_id}/split", response_model=SplitResult)
+def split_memory(request: Request, memory_id: UUID, body: SplitRequest) -> SplitResult:
+    """Undo a merge: the contribution becomes its own memory again (its contributor or an admin; else 403)."""
+    return call(
+        request, lambda s, a: request.app.state.hub.memory.split(s, a, memory_id, body.contribution_id)
+    )
 
 
 @memories.patch("/{memory_id}", response_model=MemoryRecord)

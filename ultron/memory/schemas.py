@@ -125,6 +125,10 @@ class ScoreComponents(BaseModel):
     ripple: float | None = Field(None, description="Time-ripple activation added as score x (1 + ripple)")
     ripple_count: int | None = Field(None, description="Recent uses of neighbours that rippled here")
     serendipity: bool = Field(False, description="Surfaced at random because the search found little")
+    matched_contribution: int | None = Field(
+        None,
+        description="Id of the contribution whose text matched most query terms (merged uploads)",
+    )
 
 
 class SearchResult(BaseModel):
@@ -154,6 +158,7 @@ class MemoryStats(BaseModel):
 
 
 class Contribution(BaseModel):
+    id: int = Field(..., description="Stable id of this upload's contribution (for split)")
     agent: str | None
     decision: str
     similarity: float | None
@@ -162,3 +167,11 @@ class Contribution(BaseModel):
     resolution: str
     tags: list[str]
     created_at: datetime
+
+
+class SplitResult(BaseModel):
+    """A contribution split out of a memory: the memory as it is now, and the new memory."""
+
+    memory: MemoryRecord
+    split: MemoryRecord
+    contribution_id: int

@@ -23,7 +23,7 @@ from ultron.config import Settings
 from ultron.db.models import ActivityEvent, Agent, Memory, MemoryContribution
 from ultron.db.queries import q
 from ultron.errors import Forbidden, NotFound, ValidationFailed
-from ultron.memory import fulltext
+from ultron.memory import document, fulltext
 from ultron.memory.hits import HitBuffer, SearchUse
 from ultron.memory.schemas import (
     Contribution,
@@ -32,12 +32,14 @@ from ultron.memory.schemas import (
     MemoryStats,
     ScoreComponents,
     SearchResult,
+    SplitResult,
     UploadRequest,
     UploadResult,
 )
 from ultron.memory.text import MEMORY_TYPES, embedding_text
 from ultron.ops.metrics import counts_search, counts_upload
 from ultron.providers.base import Embedder
+from ultron.providers.heuristic import agree, conflicts
 from ultron.tenancy import Actor
 
 log = logging.getLogger(__name__)
@@ -220,6 +222,28 @@ class MemoryService:
         result = self._upload(session, actor, req)
         return result if self.companion is None else self.companion.after_upload(session, actor, req, result)
 
+    def _automatic(self, session: Session, p: _Prepared, memory_id: UUID, sim: float) -> bool:
+        """A merge without the judge: cosine at or above HARD and agreeing distinguishing tokens (no other
+        package, version, path, command, error code, number or date: heuristic.conflicts)."""
+        return sim >= self.hard_threshold and agree(self._fields_of(session, memory_id), p.fields)
+
+    def merge_verdict(
+        self, existing: dict[str, str], incoming: dict[str, str], sim: float
+    ) -> tuple[str | None, str]:
+        """What the upload path decides today for an upload at cosine `sim` from a memory, and why:
+        ('merged' | 'merged_judge' | None, reason). Used by `ultron memory repair-merges`."""
+        clash = conflicts(existing, incoming)
+        if sim >= self.hard_threshold and not clash:
+            return "merged", f"cosine {sim:.4f} >= HARD and the distinguishing tokens agree"
+        if sim < self.soft_threshold:
+            why = f"cosine {sim:.4f} is below SOFT {self.soft_threshold:.4f}"
+            return None, why + (f"; different {', '.join(clash)}" if clash else "")
+        if self.intelligence.judge_same(existing, incoming):
+            return "merged_judge", "the judge says same"
+        if clash:
+            return None, "different " + ", ".join(clash)
+        return None, "the judge says different"
+
     def _upload(self, session: Session, actor: Actor, req: UploadRequest) -> UploadResult:
         p = self._prepare(req, actor)
         judged: dict[UUID, bool] = {}
@@ -228,7 +252,7 @@ class MemoryService:
             # across a network call; the neighbours are re-checked under the lock below. The offline judge
             # is a local heuristic, so offline the one probe under the lock is all an upload needs.
             for memory_id, sim in self._nearest(session, actor, p)[:1]:
-                if self.soft_threshold <= sim < self.hard_threshold:
+                if sim >= self.soft_threshold and not self._automatic(session, p, memory_id, sim):
                     judged[memory_id] = self._judge(session, p, memory_id)
         owner = str(actor.agent_id) if p.scope == "private" else (p.group or "")
         session.execute(
@@ -238,7 +262,7 @@ class MemoryService:
         nearest = self._nearest(session, actor, p)
         if nearest:
             memory_id, sim = nearest[0]
-            if sim >= self.hard_threshold:
+            if self._automatic(session, p, memory_id, sim):
                 return self._merge(session, actor, p, memory_id, sim, "merged")
             if sim >= self.soft_threshold:
                 same = judged[memory_id] if memory_id in judged else self._judge(session, p, memory_id)
@@ -247,9 +271,15 @@ class MemoryService:
         return self._create(session, actor, p)
 
     def _create(self, session: Session, actor: Actor, p: _Prepared) -> UploadResult:
+        memory = self._new_memory(session, actor.tenant_id, actor.agent_id, p)
+        self._log_contribution(session, actor, memory.id, p, "created", None)
+        self._activity(session, actor, "upload", memory.id, {"memory_type": p.memory_type})
+        return UploadResult(record=self.get(session, actor, memory.id), decision="created")
+
+    def _new_memory(self, session: Session, tenant_id: UUID, agent_id: UUID | None, p: _Prepared) -> Memory:
         memory = Memory(
-            tenant_id=actor.tenant_id,
-            agent_id=actor.agent_id,
+            tenant_id=tenant_id,
+            agent_id=agent_id,
             memory_type=p.memory_type,
             **p.fields,
             tags=p.tags,
@@ -257,7 +287,7 @@ class MemoryService:
             overview_l1=p.overview_l1,
             embedding=p.embedding,
             content_hash=p.content_hash,
-            search_tsv=func.to_tsvector("simple", fulltext.index_text(*p.fields.values(), *p.tags)),
+            search_tsv=document.tsvector(*p.fields.values(), *p.tags),
             scope=p.scope,
             group_name=p.group,
             redacted_entities=p.redacted,
@@ -266,10 +296,8 @@ class MemoryService:
         session.flush()
         # Skills are read by the whole tenant: only shared memories feed clusters (and so skills).
         if self.clusters is not None and p.scope == "shared":
-            self.clusters.assign(session, actor.tenant_id, memory.id, p.embedding)
-        self._log_contribution(session, actor, memory.id, p, "created", None)
-        self._activity(session, actor, "upload", memory.id, {"memory_type": p.memory_type})
-        return UploadResult(record=self.get(session, actor, memory.id), decision="created")
+            self.clusters.assign(session, tenant_id, memory.id, p.embedding)
+        return memory
 
     def _merge(
         self, session: Session, actor: Actor, p: _Prepared, memory_id: UUID, sim: float, decision: str
@@ -279,7 +307,8 @@ class MemoryService:
         self._log_contribution(session, actor, memory_id, p, decision, sim)
         self.record_hits(session, actor, [memory_id], "merge")
         existing = {"content": memory.content, "context": memory.context, "resolution": memory.resolution}
-        merged = self.intelligence.merge(existing, p.fields)
+        # A pinned memory's text is never rewritten by a merge: the upload adds a contribution and a hit.
+        merged = None if memory.pinned else self.intelligence.merge(existing, p.fields)
         text_changed = False
         if merged is not None:
             merged = {k: (merged.get(k) or existing[k]) for k in TEXT_FIELDS}
@@ -290,11 +319,14 @@ class MemoryService:
                 self._apply_text(memory, merged)
                 memory.redacted_entities = _add_counts(memory.redacted_entities, more)
         tags = list(dict.fromkeys([*memory.tags, *p.tags]))[: self.settings.max_tags]
-        if tags != memory.tags:
+        if text_changed:
             memory.tags = tags
-            memory.search_tsv = func.to_tsvector(
-                "simple", fulltext.index_text(memory.content, memory.context, memory.resolution, *tags)
-            )
+            session.flush()
+            document.rebuild(session, memory)  # the new text, and every contribution's (this one's too)
+        else:
+            # Lossless: the upload's own words stay findable through the memory's document.
+            document.append(memory, p.fields, p.tags)
+            memory.tags = tags
         memory.redacted_entities = _add_counts(memory.redacted_entities, p.redacted)
         memory.updated_at = datetime.now(UTC)
         session.flush()
@@ -348,13 +380,106 @@ class MemoryService:
         self._activity(session, actor, "consolidate", loser_id, {"into": str(winner_id), "similarity": sim})
         return True
 
+    # --- split --------------------------------------------------------------------------------
+
+    def split(self, session: Session, actor: Actor, memory_id: UUID, contribution_id: int) -> SplitResult:
+        """Undo a merge: a merged contribution becomes its own memory, with its own embedding, summaries
+        and document; the memory it leaves no longer indexes its text.
+
+        Only the contribution's own agent or an admin may split it out (403 otherwise); a contribution
+        that created its memory cannot be split from it (422)."""
+        self.get(session, actor, memory_id)  # 404 when the memory is not visible to this agent
+        memory = session.get(Memory, memory_id, with_for_update=True, populate_existing=True)
+        assert memory is not None
+        c = session.get(MemoryContribution, contribution_id, with_for_update=True)
+        if c is None or c.memory_id != memory_id or c.tenant_id != actor.tenant_id:
+            raise NotFound(f"contribution {contribution_id} is not part of memory {memory_id}")
+        if not actor.is_admin and c.agent_id != actor.agent_id:
+            raise Forbidden(
+                f"agent {actor.agent_name!r} did not upload contribution {contribution_id}; only its "
+                "contributor or an admin agent may split it out"
+            )
+        if c.decision not in ("merged", "merged_judge"):
+            raise ValidationFailed(
+                f"contribution {contribution_id} is the memory's own upload ({c.decision}); only merged "
+                "contributions can be split out"
+            )
+        owner = str(memory.agent_id) if memory.scope == "private" else (memory.group_name or "")
+        session.execute(
+            text("SELECT pg_advisory_xact_lock(:ns, :key)"),
+            {"ns": DEDUP_LOCK_NAMESPACE, "key": _lock_key(actor, memory.memory_type, memory.scope, owner)},
+        )
+        fields = {"content": c.content, "context": c.context, "resolution": c.resolution}
+        memory_type = self.intelligence.infer_type(**fields)
+        l0, l1 = self.intelligence.summarize(**fields)
+        prepared = _Prepared(
+            fields=fields,
+            tags=list(c.tags)[: self.settings.max_tags],
+            redacted={},  # counted on the memory it was merged into, which keeps the count
+            memory_type=memory_type if memory_type in MEMORY_TYPES else "pattern",
+            embedding=self._embed_one(fields),
+            summary_l0=l0,
+            overview_l1=l1,
+            content_hash=content_hash(**fields),
+            scope=memory.scope,
+            group=memory.group_name,
+        )
+        new = self._new_memory(session, actor.tenant_id, c.agent_id, prepared)
+        c.memory_id, c.decision = new.id, "split"
+        session.flush()
+        self._unmerge_text(session, memory, c)
+        document.rebuild(session, memory)
+        memory.updated_at = datetime.now(UTC)
+        session.flush()
+        self._activity(
+            session, actor, "split", memory_id, {"contribution_id": contribution_id, "into": str(new.id)}
+        )
+        return SplitResult(
+            memory=self.get(session, actor, memory_id),
+            split=self.get(session, actor, new.id),
+            contribution_id=contribution_id,
+        )
+
+    def _unmerge_text(self, session: Session, memory: Memory, c: MemoryContribution) -> None:
+        """Take back from the memory's text and tags what only the split-out contribution brought: a
+        resolution filled from it, an "Alternative: ..." line an older offline merge appended, its tags."""
+        remaining = session.execute(
+            select(MemoryContribution.decision, MemoryContribution.resolution, MemoryContribution.tags)
+            .where(
+                MemoryContribution.memory_id == memory.id, MemoryContribution.tenant_id == memory.tenant_id
+            )
+            .order_by(MemoryContribution.created_at, MemoryContribution.id)
+            .limit(document.MAX_CONTRIBUTIONS)
+        ).all()
+        kept_tags = {tag for row in remaining for tag in (row.tags or [])}
+        memory.tags = [tag for tag in memory.tags if tag in kept_tags or tag not in c.tags]
+        fields = {"content": memory.content, "context": memory.context, "resolution": memory.resolution}
+        theirs = " ".join(c.resolution.split())
+        if theirs:
+            lines = fields["resolution"].split("\n")
+            kept = [
+                line
+                for line in lines
+                if not (
+                    line.startswith("Alternative: ")
+                    and theirs.startswith(" ".join(line[len("Alternative: ") :].split()).rstrip(". …"))
+                )
+            ]
+            fields["resolution"] = "\n".join(kept)
+            if " ".join(fields["resolution"].split()) == theirs:
+                first = next(
+                    (row.resolution for row in remaining if row.decision in ("created", "split")), ""
+                )
+                fields["resolution"] = first if " ".join(first.split()) != theirs else ""
+        if fields != {"content": memory.content, "context": memory.context, "resolution": memory.resolution}:
+            self._apply_text(memory, fields)
+
     def _apply_text(self, memory: Memory, fields: dict[str, str]) -> None:
-        """New text: re-embed, re-summarize, re-index."""
+        """New text: re-embed, re-summarize (the caller re-indexes: document.rebuild)."""
         memory.content, memory.context, memory.resolution = (fields[k] for k in TEXT_FIELDS)
         memory.embedding = self._embed_one(fields)
         memory.summary_l0, memory.overview_l1 = self.intelligence.summarize(**fields)
         memory.content_hash = content_hash(**fields)
-        memory.search_tsv = func.to_tsvector("simple", fulltext.index_text(*fields.values(), *memory.tags))
 
     def _log_contribution(
         self, session: Session, actor: Actor, memory_id: UUID, p: _Prepared, decision: str, sim: float | None
@@ -459,6 +584,13 @@ class MemoryService:
             },
         ).all()
         results = [self._search_result(row, detail_level, explain) for row in rows]
+        if explain:
+            matched = document.matched_contributions(
+                session, actor.tenant_id, query, [r.record.id for r in results]
+            )
+            for r in results:
+                if r.explain is not None:
+                    r.explain.matched_contribution = matched.get(r.record.id)
         use = SearchUse(actor.tenant_id, actor.agent_id, tuple(r.record.id for r in results))
         if self.hits is not None:
             self.hits.add(use)
@@ -586,6 +718,7 @@ class MemoryService:
         )
         return [
             Contribution(
+                id=c.id,
                 agent=name,
                 decision=c.decision,
                 similarity=c.similarity,
@@ -626,10 +759,7 @@ class MemoryService:
             if merged != current:
                 memory.memory_type = self.intelligence.infer_type(**merged)
                 self._apply_text(memory, merged)
-            else:
-                memory.search_tsv = func.to_tsvector(
-                    "simple", fulltext.index_text(*merged.values(), *memory.tags)
-                )
+            document.rebuild(session, memory)
         for name in ("tier", "pinned"):
             if changes.get(name) is not None:
                 setattr(memory, name, changes[name])

@@ -20,6 +20,7 @@ from ultron.memory.schemas import (
     MemoryRecord,
     MemoryStats,
     SearchResult,
+    SplitResult,
     UploadRequest,
     UploadResult,
 )
@@ -145,6 +146,10 @@ class Ultron:
 
     def get_contributions(self, memory_id: UUID | str) -> list[Contribution]:
         return self._backend.contributions(_uuid(memory_id))
+
+    def split_memory(self, memory_id: UUID | str, contribution_id: int) -> SplitResult:
+        """Undo a merge: the contribution becomes its own memory again (its contributor or an admin)."""
+        return self._backend.split(_uuid(memory_id), int(contribution_id))
 
     def edit_memory(self, memory_id: UUID | str, **changes: Any) -> MemoryRecord:
         return self._backend.edit(_uuid(memory_id), MemoryPatch(**changes))

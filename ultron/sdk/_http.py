@@ -28,6 +28,7 @@ from ultron.memory.schemas import (
     MemoryRecord,
     MemoryStats,
     SearchResult,
+    SplitResult,
     UploadRequest,
     UploadResult,
 )
@@ -108,6 +109,10 @@ class HttpBackend:
             Contribution.model_validate(c)
             for c in self._request("GET", f"/memories/{memory_id}/contributions")
         ]
+
+    def split(self, memory_id: UUID, contribution_id: int) -> SplitResult:
+        body = {"contribution_id": contribution_id}
+        return SplitResult.model_validate(self._request("POST", f"/memories/{memory_id}/split", json=body))
 
     def edit(self, memory_id: UUID, patch: MemoryPatch) -> MemoryRecord:
         body = patch.model_dump(exclude_unset=True)

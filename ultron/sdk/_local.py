@@ -21,6 +21,7 @@ from ultron.memory.schemas import (
     MemoryRecord,
     MemoryStats,
     SearchResult,
+    SplitResult,
     UploadRequest,
     UploadResult,
 )
@@ -62,6 +63,9 @@ class LocalBackend:
 
     def contributions(self, memory_id: UUID) -> list[Contribution]:
         return self._run(lambda s, a: self.hub.memory.contributions(s, a, memory_id))
+
+    def split(self, memory_id: UUID, contribution_id: int) -> SplitResult:
+        return self._run(lambda s, a: self.hub.memory.split(s, a, memory_id, contribution_id))
 
     def edit(self, memory_id: UUID, patch: MemoryPatch) -> MemoryRecord:
         return self._run(lambda s, a: self.hub.memory.edit(s, a, memory_id, patch))

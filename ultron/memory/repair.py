@@ -1,0 +1,164 @@
+"""`ultron memory split` and `ultron memory repair-merges`: undo merges the dedup rules would not make today.
+
+Before issue 14 the offline hub merged far too much (a clock time, a year and a speaker's name were
+"shared words"; pandas and numpy were one memory). `repair-merges` walks every merged contribution of the
+tenant (keyset pages, never the whole table at once), asks the upload path's current rules
+(`MemoryService.merge_verdict`) whether the merge would be made today -- comparing the upload with the
+memory's first upload at the cosine recorded when it merged -- and prints those it would not. With
+`--apply` it splits each of them back into a memory of its own (`MemoryService.split`), one transaction
+per split.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from ultron.db.models import Memory, MemoryContribution
+from ultron.errors import UltronError
+from ultron.tenancy import Actor
+
+PAGE = 500
+MERGED = ("merged", "merged_judge")
+
+
+@dataclass(frozen=True)
+class Finding:
+    memory_id: UUID
+    contribution_id: int
+    decision: str
+    similarity: float | None
+    reason: str
+    memory_text: str
+    contribution_text: str
+
+
+def _fields(row: Any) -> dict[str, str]:
+    return {"content": row.content, "context": row.context, "resolution": row.resolution}
+
+
+def _short(fields: dict[str, str], width: int = 70) -> str:
+    text = " / ".join(" ".join(v.split()) for v in fields.values() if v.strip())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def review(service: Any, session: Session, actor: Actor, *, page: int = PAGE) -> Iterator[Finding]:
+    """Merged contributions of the actor's tenant that today's rules would have kept as memories."""
+    last = 0
+    while True:
+        rows = (
+            session.execute(
+                select(MemoryContribution)
+                .where(
+                    MemoryContribution.tenant_id == actor.tenant_id,
+                    MemoryContribution.decision.in_(MERGED),
+                    MemoryContribution.id > last,
+                )
+                .order_by(MemoryContribution.id)
+                .limit(page)
+            )
+            .scalars()
+            .all()
+        )
+        if not rows:
+            return
+        for c in rows:
+            last = c.id
+            first = session.execute(
+                select(MemoryContribution)
+                .where(
+                    MemoryContribution.memory_id == c.memory_id,
+                    MemoryContribution.tenant_id == actor.tenant_id,
+                    MemoryContribution.decision.in_(("created", "split")),
+                )
+                .order_by(MemoryContribution.created_at, MemoryContribution.id)
+                .limit(1)
+            ).scalar_one_or_none()
+            original = first if first is not None else session.get(Memory, c.memory_id)
+            if original is None:
+                continue
+            sim = float(c.similarity) if c.similarity is not None else 0.0
+            verdict, reason = service.merge_verdict(_fields(original), _fields(c), sim)
+            if verdict is None:
+                yield Finding(
+                    memory_id=c.memory_id,
+                    contribution_id=c.id,
+                    decision=c.decision,
+                    similarity=c.similarity,
+                    reason=reason,
+                    memory_text=_short(_fields(original)),
+                    contribution_text=_short(_fields(c)),
+                )
+
+
+def repair(hub: Any, *, apply: bool = False, out: Callable[[str], None] = print) -> tuple[int, int]:
+    """Print (and with `apply` split back) the merges today's rules would not make: (found, split)."""
+    from ultron.tenancy import local_actor
+
+    with hub.db.session() as session:
+        actor = local_actor(session)
+        findings = list(review(hub.memory, session, actor))
+    for f in findings:
+        sim = "-" if f.similarity is None else f"{f.similarity:.4f}"
+        out(f"{f.memory_id}  contribution {f.contribution_id}  {f.decision} {sim}: {f.reason}")
+        out(f"    memory:      {f.memory_text}")
+        out(f"    contributed: {f.contribution_text}")
+    done = 0
+    if apply:
+        for f in findings:
+            try:
+                with hub.db.session() as session:
+                    result = hub.memory.split(session, local_actor(session), f.memory_id, f.contribution_id)
+                done += 1
+                out(f"split contribution {f.contribution_id} into memory {result.split.id}")
+            except UltronError as exc:
+                out(f"skipped contribution {f.contribution_id}: {exc}")
+    verb = "split back" if apply else "would split back (dry run; --apply to do it)"
+    out(f"{len(findings)} merges the current rules would not make; {done if apply else len(findings)} {verb}")
+    return len(findings), done
+
+
+# --- CLI ----------------------------------------------------------------------------------------------
+
+
+def cmd_split(args: argparse.Namespace) -> int:
+    from ultron.cli import _print_json, _sdk
+
+    with _sdk(args) as client:
+        result = client.split_memory(args.memory_id, args.contribution_id)
+    _print_json(result.model_dump(mode="json"))
+    return 0
+
+
+def cmd_repair(args: argparse.Namespace) -> int:
+    from ultron.cli import _settings
+    from ultron.hub import Hub
+
+    hub = Hub.open(_settings(args))
+    try:
+        repair(hub, apply=args.apply)
+    finally:
+        hub.close()
+    return 0
+
+
+def add_parser(sub: Any, *common: Callable[[argparse.ArgumentParser], None]) -> None:
+    """`memory split` and `memory repair-merges` under the `memory` command."""
+    p = sub.add_parser("split", help="undo a merge: a contribution becomes its own memory again")
+    for add in common:
+        add(p)
+    p.add_argument("memory_id")
+    p.add_argument("contribution_id", type=int, help="from `GET /memories/{id}/contributions`")
+    p.set_defaults(func=cmd_split)
+    p = sub.add_parser(
+        "repair-merges", help="find (and with --apply split back) merges today's rules would not make"
+    )
+    common[0](p)
+    p.add_argument("--apply", action="store_true", help="split them back (default: only print them)")
+    p.set_defaults(func=cmd_repair)
