@@ -218,3 +218,76 @@ def test_migration_0007_backfills_the_exact_mean_from_the_centroid(db_url):
             assert opts == ["fillfactor=80"]
     finally:
         db.dispose()
+
+
+def test_migration_0009_makes_merged_away_uploads_findable_and_keeps_every_row(db_url):
+    """A store from 0008 whose merge threw the incoming text away: after 0009 its words find the memory."""
+    db = Database(db_url)
+    try:
+        downgrade(db.engine, "0008_skill_front_matter")
+        with db.engine.begin() as conn:
+            tenant = conn.execute(
+                text("INSERT INTO tenants (name) VALUES ('t0009') RETURNING id")
+            ).scalar_one()
+            conn.execute(
+                text(
+                    "INSERT INTO embedding_profile (id, provider, model_name, dimension) "
+                    "VALUES (1, 'hash', 'h', 3)"
+                )
+            )
+            conn.execute(text("ALTER TABLE memories ALTER COLUMN embedding TYPE vector(3)"))
+            memory = conn.execute(
+                text(
+                    "INSERT INTO memories (tenant_id, memory_type, content, context, resolution, tags, "
+                    "summary_l0, overview_l1, embedding, content_hash, search_tsv) VALUES (:t, 'error', "
+                    "'No module named pandas', '', 'pip install pandas', '{python}', 's', 'o', '[1,0,0]', "
+                    "'h', "
+                    "to_tsvector('simple', 'no module named pandas pip install pandas python')) RETURNING id"
+                ),
+                {"t": tenant},
+            ).scalar_one()
+            conn.execute(
+                text(
+                    "INSERT INTO memory_contributions (tenant_id, memory_id, decision, similarity, content, "
+                    "context, resolution, tags) VALUES "
+                    "(:t, :m, 'created', NULL, 'No module named pandas', '', 'pip install pandas', "
+                    "'{python}'), (:t, :m, 'merged_judge', 0.91, 'No module named numpy', 'cron job', "
+                    "'pip install numpy', '{numpy}')"
+                ),
+                {"t": tenant, "m": memory},
+            )
+        upgrade_to_head(db.engine)
+        with db.engine.begin() as conn:
+            found = (
+                conn.execute(
+                    text("SELECT id FROM memories WHERE search_tsv @@ to_tsquery('simple', 'numpy & cron')")
+                )
+                .scalars()
+                .all()
+            )
+            assert found == [memory]
+            row = conn.execute(
+                text("SELECT content, resolution, tags FROM memories WHERE id = :m"), {"m": memory}
+            )
+            assert tuple(row.one()) == ("No module named pandas", "pip install pandas", ["python"])
+            n = conn.execute(
+                text("SELECT count(*) FROM memory_contributions WHERE memory_id = :m"), {"m": memory}
+            )
+            assert n.scalar_one() == 2
+            band = conn.execute(text("SELECT dedup_hard, dedup_soft FROM embedding_profile")).one()
+            assert tuple(band) == (None, None)  # recorded by the hub at its next start
+    finally:
+        db.dispose()
+
+
+def test_the_dedup_band_is_recorded_with_the_model_and_settings_override_it(make_hub):
+    from ultron.config import DEFAULT_DEDUP_THRESHOLDS
+
+    hub = make_hub()
+    assert (hub.memory.hard_threshold, hub.memory.soft_threshold) == DEFAULT_DEDUP_THRESHOLDS["hash"]
+    with hub.db.session() as s:
+        s.execute(text("UPDATE embedding_profile SET dedup_hard = 0.7, dedup_soft = 0.4"))
+    reopened = make_hub()
+    assert (reopened.memory.hard_threshold, reopened.memory.soft_threshold) == (0.7, 0.4)
+    overridden = make_hub(dedup_similarity_threshold=0.9)
+    assert (overridden.memory.hard_threshold, overridden.memory.soft_threshold) == (0.9, 0.4)

@@ -220,7 +220,11 @@ class Settings(BaseSettings):
 
     @property
     def dedup_thresholds(self) -> tuple[float, float]:
-        hard, soft = DEFAULT_DEDUP_THRESHOLDS[self.embedding_provider]
+        return self.dedup_band(DEFAULT_DEDUP_THRESHOLDS[self.embedding_provider])
+
+    def dedup_band(self, recorded: tuple[float, float]) -> tuple[float, float]:
+        """(HARD, SOFT): the settings where given, else `recorded` (the band stored with the model)."""
+        hard, soft = recorded
         hard = self.dedup_similarity_threshold if self.dedup_similarity_threshold is not None else hard
         soft = self.dedup_soft_threshold if self.dedup_soft_threshold is not None else min(soft, hard)
         return hard, soft

@@ -6,9 +6,9 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from ultron.config import Settings
+from ultron.config import DEFAULT_DEDUP_THRESHOLDS, Settings
 from ultron.db.engine import Database, open_database
-from ultron.db.vectors import Profile, ensure_profile
+from ultron.db.vectors import Profile, dedup_thresholds, ensure_profile
 from ultron.memory import fulltext
 from ultron.memory.hits import HitBuffer
 from ultron.memory.service import MemoryService
@@ -124,7 +124,9 @@ class Hub:
             ensure_profile(
                 db.engine, Profile(settings.embedding_provider, embedder.model_name, embedder.dimension)
             )
+            recorded = dedup_thresholds(db.engine, DEFAULT_DEDUP_THRESHOLDS[settings.embedding_provider])
             hub = cls(settings, db, embedder, build_intelligence(settings), build_redactor(settings))
+            hub.memory.hard_threshold, hub.memory.soft_threshold = settings.dedup_band(recorded)
         except BaseException:
             db.dispose()
             raise

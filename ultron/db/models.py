@@ -84,6 +84,9 @@ class EmbeddingProfile(Base):
     dimension: Mapped[int] = mapped_column(Integer, nullable=False)
     created_at: Mapped[datetime] = _now()
     updated_at: Mapped[datetime] = _now()
+    # The dedup band in force for this model (ultron/db/vectors.py dedup_thresholds; migration 0009).
+    dedup_hard: Mapped[float | None] = mapped_column(Float)
+    dedup_soft: Mapped[float | None] = mapped_column(Float)
 
 
 class Memory(Base):

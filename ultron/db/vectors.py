@@ -77,7 +77,12 @@ def write_profile(conn: Connection, profile: Profile) -> None:
             "INSERT INTO embedding_profile (id, provider, model_name, dimension) "
             "VALUES (1, :provider, :model_name, :dimension) "
             "ON CONFLICT (id) DO UPDATE SET provider = :provider, model_name = :model_name, "
-            "dimension = :dimension, updated_at = now()"
+            "dimension = :dimension, updated_at = now(), "
+            # Another model has another cosine scale: its dedup band is recorded afresh (dedup_thresholds).
+            "dedup_hard = CASE WHEN embedding_profile.model_name = :model_name "
+            "THEN embedding_profile.dedup_hard END, "
+            "dedup_soft = CASE WHEN embedding_profile.model_name = :model_name "
+            "THEN embedding_profile.dedup_soft END"
         ),
         profile.__dict__,
     )
@@ -102,3 +107,18 @@ def ensure_profile(engine: Engine, wanted: Profile) -> Profile:
             f"memory to the new one with `ultron reembed`."
         )
     return current
+
+
+def dedup_thresholds(engine: Engine, defaults: tuple[float, float]) -> tuple[float, float]:
+    """The dedup band (HARD, SOFT) recorded with this database's model; `defaults` (the calibrated values
+    for the model, ultron/config.py) are recorded first when none are."""
+    with engine.begin() as conn:
+        conn.execute(
+            text(
+                "UPDATE embedding_profile SET dedup_hard = :hard, dedup_soft = :soft "
+                "WHERE id = 1 AND (dedup_hard IS NULL OR dedup_soft IS NULL)"
+            ),
+            {"hard": defaults[0], "soft": defaults[1]},
+        )
+        row = conn.execute(text("SELECT dedup_hard, dedup_soft FROM embedding_profile WHERE id = 1")).first()
+    return (float(row[0]), float(row[1])) if row else defaults
