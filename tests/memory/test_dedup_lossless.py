@@ -94,6 +94,7 @@ def test_a_conversation_uploaded_turn_by_turn_keeps_its_turns(local_hub):
     assert len(turns) == 200
     decisions = [up(local_hub, f"{t['speaker']}: {t['text']}").decision for t in turns]
     own = decisions.count("created")
+    print(f"conversation: {own} of 200 turns kept as memories of their own")
     assert own >= 190, f"only {own} of 200 turns kept as memories of their own"
     assert active(local_hub) == own
 
