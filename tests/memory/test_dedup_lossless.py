@@ -293,3 +293,34 @@ def test_repair_finds_past_wrong_merges_and_splits_them_back(local_hub):
         actor = local_actor(s)
         left = [c.decision for c in hub.memory.contributions(s, actor, a.record.id)]
     assert left == ["created", "merged"]  # the true duplicate stays merged
+
+
+def test_the_cli_splits_and_repairs(hub, settings):
+    from tests.test_cli import ultron
+
+    a = up(hub, "No module named pandas", "running the analysis script", "pip install pandas")
+    with hub.db.session() as s:
+        actor = local_actor(s)
+        for decision, package in (("merged_judge", "numpy"), ("merged", "scipy")):
+            s.add(
+                MemoryContribution(
+                    tenant_id=actor.tenant_id,
+                    memory_id=a.record.id,
+                    agent_id=actor.agent_id,
+                    decision=decision,
+                    similarity=0.95,
+                    content=f"No module named {package}",
+                    context="running the analysis script",
+                    resolution=f"pip install {package}",
+                    tags=[],
+                )
+            )
+        ids = [c.id for c in hub.memory.contributions(s, actor, a.record.id)]
+    split = json.loads(ultron(settings, "memory", "split", str(a.record.id), str(ids[2])).stdout)
+    assert split["contribution_id"] == ids[2] and "scipy" in split["split"]["resolution"]
+    dry = ultron(settings, "memory", "repair-merges").stdout
+    assert "numpy" in dry and "1 would split back (dry run" in dry and active(hub) == 2
+    applied = ultron(settings, "memory", "repair-merges", "--apply").stdout
+    assert "1 split back" in applied and active(hub) == 3
+    refused = ultron(settings, "memory", "split", str(a.record.id), str(ids[0]), check=False)
+    assert refused.returncode == 1 and "only merged contributions" in refused.stderr

@@ -416,7 +416,14 @@ function renderMemory(d, m, contributions, hits) {
     h("div", { "data-testid": "contributions" }, contributions.map((c) => h("div", { class: "contrib" },
       h("div", { class: "who" }, h("b", {}, c.agent || "unknown agent"), ` · ${c.decision.replace("_", " ")}`,
         c.similarity !== null ? ` · similarity ${c.similarity.toFixed(3)}` : "", ` · ${when(c.created_at)}`),
-      h("div", { class: "what" }, c.content)))),
+      h("div", { class: "what" }, c.content),
+      c.decision.startsWith("merged") ? h("button", { class: "btn small", "data-testid": "split", onclick: async () => {
+        if (!confirm("Split this upload out into a memory of its own?")) return;
+        try {
+          const r = await api(`/memories/${m.id}/split`, { method: "POST", body: { contribution_id: c.id } });
+          toast("Split into a memory of its own"); await openMemory(r.split.id); refreshList();
+        } catch (e) { toast(e.message); }
+      } }, "Split out") : null))),
   );
   show("l0");
 }
