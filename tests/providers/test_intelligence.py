@@ -50,11 +50,12 @@ def test_garbage_answers_fall_back_to_the_heuristic(remote: Remote) -> None:
 def test_merge_returns_none_when_the_llm_errors(remote: Remote) -> None:
     remote.server.mode = "500"
     intelligence = MemoryIntelligence(remote.chat(max_retries=1))
+    existing = {**ERROR_MEMORY, "resolution": ""}
     incoming = {**ERROR_MEMORY, "resolution": "use conda install pandas"}
 
-    # The heuristic would add an alternative; with an LLM configured, a failure keeps the text as is.
-    assert heuristic.merge(ERROR_MEMORY, incoming) is not None
-    assert intelligence.merge(ERROR_MEMORY, incoming) is None
+    # The heuristic would fill the empty resolution; with an LLM configured, a failure keeps the text as is.
+    assert heuristic.merge(existing, incoming) is not None
+    assert intelligence.merge(existing, incoming) is None
     assert intelligence.counters == {"llm_calls": 1, "llm_failures": 1, "fallbacks": 0}
     assert len(remote.server.requests) == 2  # the 500 was retried once
 
