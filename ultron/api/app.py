@@ -170,6 +170,14 @@ def delete_memory(request: Request, memory_id: UUID) -> Response:
 system = APIRouter(tags=["system"])
 
 
+@system.get("/", include_in_schema=False)
+def root() -> Response:
+    """A browser opening the hub's address lands on the dashboard."""
+    from fastapi.responses import RedirectResponse
+
+    return RedirectResponse("/dashboard", status_code=307)
+
+
 @system.get("/health", response_model=Health, responses={503: {"model": ErrorBody}})
 def health(request: Request) -> Health:
     """Alive and able to reach the database."""

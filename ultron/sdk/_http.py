@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 from uuid import UUID
 
@@ -21,7 +21,14 @@ from ultron.errors import (
     Unauthorized,
     ValidationFailed,
 )
-from ultron.ingestion.schemas import ImportStatus, IngestFile, IngestResult, IngestTextResult
+from ultron.ingestion.schemas import (
+    ImportStatus,
+    IngestFile,
+    IngestResult,
+    IngestTextResult,
+    SegmentInfo,
+    SessionInfo,
+)
 from ultron.memory.schemas import (
     Contribution,
     MemoryPatch,
@@ -53,16 +60,31 @@ _ERRORS: dict[int, type[UltronError]] = {
     503: DatabaseSetupError,
 }
 
+if TYPE_CHECKING:  # its module loads the ORM models: imported when called
+    from ultron.worker.status import WorkerStatus
+
 
 def _raise_for(response: httpx.Response) -> None:
     if response.status_code < 400:
         return
     try:
         body = response.json()
-        detail = body.get("detail") or response.text
+        detail = _detail(body.get("detail")) or response.text
     except ValueError:
         detail = response.text or response.reason_phrase
     raise _ERRORS.get(response.status_code, UltronError)(f"{detail}")
+
+
+def _detail(detail: Any) -> str:
+    """FastAPI's 422 detail is a list of errors: one `field: message` per error, joined."""
+    if isinstance(detail, list):
+        return "; ".join(
+            f"{'.'.join(str(p) for p in e.get('loc', [])[1:]) or 'body'}: {e.get('msg')}"
+            if isinstance(e, dict)
+            else str(e)
+            for e in detail
+        )
+    return "" if detail is None else str(detail)
 
 
 class HttpBackend:
@@ -153,6 +175,26 @@ class HttpBackend:
             time.sleep(IMPORT_POLL_SECONDS)
             status = ImportStatus.model_validate(self._request("GET", f"/imports/{status.id}"))
         return status
+
+    def list_sessions(self, limit: int) -> list[SessionInfo]:
+        data = self._request("GET", "/sessions", params={"limit": limit})
+        return [SessionInfo.model_validate(r) for r in data]
+
+    def list_segments(self, session_id: UUID | None, stage: str | None, limit: int) -> list[SegmentInfo]:
+        params = {"session_id": session_id, "stage": stage, "limit": limit}
+        data = self._request("GET", "/segments", params={k: v for k, v in params.items() if v is not None})
+        return [SegmentInfo.model_validate(r) for r in data]
+
+    def list_imports(self) -> list[ImportStatus]:
+        return [ImportStatus.model_validate(r) for r in self._request("GET", "/imports")]
+
+    def import_status(self, job_id: UUID) -> ImportStatus:
+        return ImportStatus.model_validate(self._request("GET", f"/imports/{job_id}"))
+
+    def worker_status(self) -> WorkerStatus:
+        from ultron.worker.status import WorkerStatus
+
+        return WorkerStatus.model_validate(self._request("GET", "/worker/status"))
 
     def search_skills(self, query: str, limit: int) -> list[SkillHit]:
         data = self._request("POST", "/skills/search", json={"query": query, "limit": limit})
