@@ -8,6 +8,7 @@ import logging
 import os
 import signal
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -318,8 +319,48 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     from ultron.mcp.stdio import serve_stdio
 
     # stdout is the MCP channel: everything else goes to stderr.
-    serve_stdio(_sdk(args))
+    if hub_url(args) is not None:
+        serve_stdio(_sdk(args))
+        return 0
+    from ultron.sdk import Ultron
+
+    # In-process, opening the hub (database, redaction models, embedder) takes seconds: the handshake
+    # goes ahead while it opens on a thread, and the first tool call waits for it.
+    serve_stdio(Ultron._of(OpeningBackend(lambda: _local_backend(args))))
     return 0
+
+
+class OpeningBackend:
+    """A backend opened on a thread; each call (made off the event loop) waits until it is ready."""
+
+    def __init__(self, open_backend: Callable[[], Any]):
+        self._ready = threading.Event()
+        self._backend: Any = None
+        self._error: BaseException | None = None
+        threading.Thread(target=self._open, args=(open_backend,), name="ultron-open", daemon=True).start()
+
+    def _open(self, open_backend: Callable[[], Any]) -> None:
+        try:
+            self._backend = open_backend()
+        except BaseException as exc:  # re-raised by every call, where the MCP client sees it
+            self._error = exc
+        finally:
+            self._ready.set()
+
+    def ready(self) -> Any:
+        self._ready.wait()
+        if self._error is not None:
+            raise self._error
+        return self._backend
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_") or name in ("hub", "actor"):  # skill tools use the backend's calls
+            raise AttributeError(name)
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            return getattr(self.ready(), name)(*args, **kwargs)
+
+        return call
 
 
 class MissingExtra(UltronError):
@@ -419,7 +460,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
 def cmd_privacy_eval(args: argparse.Namespace) -> int:
     from ultron.privacy.evaluate import main as privacy_main
 
-    return privacy_main(args.rest)
+    argv = ["--repeat", str(args.repeat)] + (["--corpus", args.corpus] if args.corpus else [])
+    return privacy_main(argv + (["--redact-uuids"] if args.redact_uuids else []))
 
 
 class _Bar:
@@ -645,6 +687,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dimension", type=int, default=256, help="hash embedding dimension")
     p.set_defaults(func=cmd_bench)
 
+    from ultron.ops.startbench import add_parser as add_start_bench_parser
+
+    add_start_bench_parser(sub)
     from ultron.clusters.bench import add_parser as add_cluster_bench_parser
 
     add_cluster_bench_parser(sub)
@@ -670,7 +715,11 @@ def build_parser() -> argparse.ArgumentParser:
         dest="privacy_command", required=True
     )
     p = privacy.add_parser("eval", help="precision/recall of redaction on the labelled corpus")
-    p.add_argument("rest", nargs=argparse.REMAINDER, help="options passed to the evaluator (--corpus PATH)")
+    p.add_argument("--corpus", help="JSONL corpus (default: the labelled one in the source tree)")
+    p.add_argument("--repeat", type=int, default=3, help="timed passes over the corpus (0 skips timing)")
+    p.add_argument(
+        "--redact-uuids", action="store_true", help="also redact UUIDs, to measure what that costs"
+    )
     p.set_defaults(func=cmd_privacy_eval)
     return parser
 

@@ -103,9 +103,15 @@ class BodyLimit(BaseHTTPMiddleware):
 memories = APIRouter(prefix="/memories", tags=["memories"], responses=ERROR_RESPONSES)
 
 
-@memories.post("/upload", response_model=UploadResult, status_code=200)
+@memories.post(
+    "/upload",
+    response_model=UploadResult,
+    status_code=200,
+    responses={201: {"model": UploadResult, "description": "Created: a new memory (200: merged)"}},
+)
 def upload_memory(request: Request, body: UploadRequest, response: Response) -> UploadResult:
-    """Store an experience. The hub infers its type, summarizes, embeds and merges near duplicates."""
+    """Store an experience. The hub infers its type, summarizes, embeds and merges near duplicates:
+    201 with a new memory, 200 when merged into an existing one."""
     result = call(request, lambda s, a: request.app.state.hub.memory.upload(s, a, body))
     response.status_code = 201 if result.decision == "created" else 200
     return result
