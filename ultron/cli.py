@@ -150,7 +150,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         if keys == 0 and not loopback:
             print(
                 f"refusing to listen on {settings.host} with no API keys: create one with "
-                "`ultron agents create NAME --local`, or bind to 127.0.0.1",
+                "`ultron agents create NAME`, or bind to 127.0.0.1",
                 file=sys.stderr,
             )
             return 2
@@ -195,7 +195,7 @@ def banner(settings: Settings, url: str, keys: int, worker: bool, database: str)
         f"API keys required ({keys} active)"
         if keys
         else "the hub runs OPEN on loopback as the local agent (no API keys yet); require keys: "
-        "`ultron agents create NAME --local`"
+        "`ultron agents create NAME`"
     )
     model = f" ({settings.embedding_model})" if settings.embedding_model else ""
     external = "" if settings.is_embedded else "  (unused: external database)"
@@ -535,6 +535,16 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_admin(p: argparse.ArgumentParser) -> None:
+    """Options of a command that always opens the database (agents, backup, restore, reembed, db)."""
+    _add_common(p)
+    p.add_argument(
+        "--local",
+        action="store_true",
+        help="accepted for symmetry: this command always opens the database itself, never the hub",
+    )
+
+
 def _add_remote(p: argparse.ArgumentParser) -> None:
     """Options of a command that talks to the hub: by default the running one, `--local` in-process."""
     p.add_argument(
@@ -579,17 +589,17 @@ def build_parser() -> argparse.ArgumentParser:
         dest="agents_command", required=True
     )
     p = agents.add_parser("create", help="create an agent and print its API key (opens the database)")
-    _add_common(p)
+    _add_admin(p)
     p.add_argument("name")
     p.add_argument("--tenant", default="default", help="tenant (created if needed), default 'default'")
     p.add_argument("--admin", action="store_true", help="may edit and delete any memory of its tenant")
     p.set_defaults(func=cmd_agents_create)
     p = agents.add_parser("list", help="list agents (opens the database)")
-    _add_common(p)
+    _add_admin(p)
     p.add_argument("--tenant", default=None)
     p.set_defaults(func=cmd_agents_list)
     p = agents.add_parser("revoke", help="revoke an agent's key (opens the database)")
-    _add_common(p)
+    _add_admin(p)
     p.add_argument("name")
     p.add_argument("--tenant", default="default")
     p.set_defaults(func=cmd_agents_revoke)
@@ -638,21 +648,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     db = sub.add_parser("db", help="database maintenance").add_subparsers(dest="db_command", required=True)
     p = db.add_parser("upgrade", help="migrate the database to the newest schema")
-    _add_common(p)
+    _add_admin(p)
     p.set_defaults(func=cmd_db_upgrade)
 
     p = sub.add_parser("backup", help="dump the whole database to FILE (pg_dump, custom format)")
-    _add_common(p)
+    _add_admin(p)
     p.add_argument("file")
     p.set_defaults(func=cmd_backup)
     p = sub.add_parser("restore", help="restore a backup in one transaction (stop the API and workers first)")
-    _add_common(p)
+    _add_admin(p)
     p.add_argument("file")
     p.add_argument("--clean", action="store_true", help="replace an existing Ultron database's contents")
     p.set_defaults(func=cmd_restore)
 
     p = sub.add_parser("reembed", help="move every memory to the configured embedding model")
-    _add_common(p)
+    _add_admin(p)
     p.add_argument("--batch-size", type=int, default=128)
     p.set_defaults(func=cmd_reembed)
 
@@ -743,7 +753,7 @@ def describe_error(exc: BaseException, args: argparse.Namespace) -> tuple[int, s
     if isinstance(exc, Unauthorized | Forbidden):
         return EXIT_AUTH, (
             f"{url} refused the request ({exc.detail}): pass a valid key with --api-key or ULTRON_API_KEY "
-            "(create one with `ultron agents create NAME --local`)"
+            "(create one with `ultron agents create NAME`)"
         )
     if isinstance(exc, UltronError):
         return EXIT_ERROR, exc.detail
