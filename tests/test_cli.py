@@ -377,3 +377,14 @@ def test_bench_prints_its_figures(settings, pg_server_url, argv):
     assert proc.returncode == 0, proc.stderr
     assert "search p95 / raw kNN p95 at 600" in proc.stdout
     assert "upload cost at 600 / at 300" in proc.stdout
+
+
+def test_privacy_eval_takes_the_corpus_option_the_readme_shows(tmp_path, capsys):
+    corpus = tmp_path / "corpus.jsonl"
+    lines = (Path(__file__).parent / "data" / "redaction_corpus.jsonl").read_text().splitlines()
+    corpus.write_text("\n".join(lines[:5]) + "\n")
+    code = main(["privacy", "eval", "--corpus", str(corpus), "--repeat", "0"])
+    out = capsys.readouterr().out
+    assert code == 0 and "corpus: 5 snippets" in out and "precision" in out
+    assert main(["privacy", "eval", "--corpus", str(tmp_path / "missing.jsonl")]) == 2
+    assert "corpus not found" in capsys.readouterr().err
