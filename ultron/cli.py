@@ -13,8 +13,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
-
 from ultron.errors import UltronError
 
 if TYPE_CHECKING:  # pydantic-settings costs a tenth of a second: only commands that need it load it
@@ -172,7 +170,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             app,
             host=settings.host,
             port=settings.port,
-            log_level=settings.log_level.lower(),
+            log_level=None,  # the levels come from log_config (uvicorn would reset its own loggers)
             log_config=logging_config(settings.log_level, settings.log_json),
         )
     except SystemExit as exc:
@@ -739,6 +737,8 @@ EXIT_ERROR, EXIT_INPUT, EXIT_NO_HUB, EXIT_AUTH = 1, 2, 3, 4
 
 def describe_error(exc: BaseException, args: argparse.Namespace) -> tuple[int, str]:
     """One line and an exit code for whatever stopped a command (the traceback is for `-v`)."""
+    from pydantic import ValidationError
+
     from ultron.errors import Forbidden, Unauthorized
 
     url = getattr(args, "resolved_url", None) or getattr(args, "url", None) or "the hub"

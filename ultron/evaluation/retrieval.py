@@ -22,10 +22,11 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-from ultron.config import Settings
+if TYPE_CHECKING:  # loaded by the command, not by the CLI's parser
+    from ultron.config import Settings
 
 DEFAULT_SET = Path(__file__).parent / "data" / "retrieval_eval.jsonl"
 KS = (1, 3, 10)
@@ -210,6 +211,8 @@ def run_eval(settings: Settings, data: EvalSet) -> tuple[dict[str, Scores], dict
 
 
 def main(args: argparse.Namespace) -> int:
+    from ultron.config import Settings
+
     data = load_set(Path(args.set) if args.set else DEFAULT_SET)
     with scratch_database(args.database_url) as url:
         settings = Settings(

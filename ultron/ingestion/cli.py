@@ -6,10 +6,13 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-from ultron.ingestion.schemas import IMPORT_KINDS, ImportStatus, IngestFile, IngestResult, ReviewDecision
+from ultron.ingestion.kinds import IMPORT_KINDS
+
+if TYPE_CHECKING:  # the schemas (pydantic models) load when a command runs, not to build the parser
+    from ultron.ingestion.schemas import ImportStatus, IngestFile, IngestResult
 
 AddOptions = Callable[[argparse.ArgumentParser], None]
 
@@ -54,6 +57,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     with _cli()._sdk(args) as client, _cli().progress_bar() as bar:
         total = len(expansion.files)
         sent = 0
+
+        from ultron.ingestion.schemas import IngestResult
 
         def send(files: list[IngestFile]) -> IngestResult:
             nonlocal sent
@@ -132,6 +137,8 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def _import_action(args: argparse.Namespace) -> int:
+    from ultron.ingestion.schemas import ReviewDecision
+
     if _cli().hub_url(args) is not None:
         return _import_action_http(args)
     backend = _local(args)
@@ -170,6 +177,8 @@ def _import_action(args: argparse.Namespace) -> int:
 
 
 def _import_action_http(args: argparse.Namespace) -> int:
+    from ultron.ingestion.schemas import ImportStatus, ReviewDecision
+
     with _cli()._sdk(args) as client:
         if args.import_command == "list":
             for status in client.list_imports():

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import signal
 import statistics
 import subprocess
@@ -42,13 +43,26 @@ def _median(times: Callable[[], float], repeat: int) -> float:
     return statistics.median(times() for _ in range(repeat))
 
 
-def _wall(argv: list[str], env: dict[str, str]) -> float:
-    start = time.perf_counter()
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+CPU: dict[str, list[float]] = {}  # CPU seconds of each measured child, by label: steadier on a busy box
+
+
+def _wall(argv: list[str], env: dict[str, str], label: str = "") -> float:
+    start, cpu = time.perf_counter(), _children_cpu()
     proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
     took = time.perf_counter() - start
+    CPU.setdefault(label, []).append(_children_cpu() - cpu)
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(argv[2:])} failed: {proc.stderr.strip()[-500:]}")
     return took
+
+
+def _cpu(label: str) -> str:
+    return f"cpu {statistics.median(CPU[label]):.2f} s"
 
 
 def _initialize(argv: list[str], env: dict[str, str]) -> float:
@@ -104,10 +118,10 @@ def run(args: argparse.Namespace) -> int:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ULTRON_")}
     repeat = args.repeat
     rows: list[tuple[str, str]] = []
-    baseline = _median(lambda: _wall([sys.executable, "-c", "pass"], env), repeat)
-    rows.append(("python -c pass (baseline)", f"{baseline:.2f} s"))
-    help_s = _median(lambda: _wall(_ultron("--help"), env), repeat)
-    rows.append(("ultron --help", f"{help_s:.2f} s  ({help_s / baseline:.1f}x baseline)"))
+    baseline = _median(lambda: _wall([sys.executable, "-c", "pass"], env, "pass"), repeat)
+    rows.append(("python -c pass (baseline)", f"{baseline:.2f} s  {_cpu('pass')}"))
+    help_s = _median(lambda: _wall(_ultron("--help"), env, "help"), repeat)
+    rows.append(("ultron --help", f"{help_s:.2f} s  {_cpu('help')}  ({help_s / baseline:.1f}x baseline)"))
 
     with tempfile.TemporaryDirectory(prefix="ultron-bench-start-") as tmp:
         data_dir = Path(tmp) / "home"
@@ -129,10 +143,13 @@ def run(args: argparse.Namespace) -> int:
                 direct_s = _median(direct, repeat)
             client_env = {**env, "ULTRON_DATA_DIR": str(data_dir)}  # found through the hub's record
             search = _ultron("memory", "search", query["query"])
-            cli_s = _median(lambda: _wall(search, client_env), repeat)
+            cli_s = _median(lambda: _wall(search, client_env, "search"), repeat)
             rows.append(("search sent straight over HTTP (baseline)", f"{direct_s:.2f} s"))
             rows.append(
-                ("ultron memory search through the hub", f"{cli_s:.2f} s  ({cli_s / direct_s:.1f}x direct)")
+                (
+                    "ultron memory search through the hub",
+                    f"{cli_s:.2f} s  {_cpu('search')} (client)  ({cli_s / direct_s:.1f}x direct)",
+                )
             )
             init = _median(lambda: _initialize(_ultron("mcp", "--url", url), env), repeat)
             rows.append(
@@ -150,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
             hub.send_signal(signal.SIGTERM)
             hub.wait(timeout=60)
     width = max(len(name) for name, _ in rows)
-    print(f"bench-start: medians of {repeat} fresh processes each")
+    print(f"bench-start: medians of {repeat} fresh processes each; load average {os.getloadavg()[0]:.1f}")
     for name, value in rows:
         print(f"  {name:<{width}}  {value}")
     if args.show_startup:
