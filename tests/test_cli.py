@@ -260,6 +260,11 @@ def test_every_read_command_through_the_hub_shows_only_the_callers_tenant(two_te
     assert clusters and not clusters & bravo_clusters
     assert "alpha-notes.md" in outputs["import list"]
 
+    code, out, _ = _run(capsys, "skills", "search", "kubernetes operator", *remote)
+    assert code == 0 and out.startswith("no skill matches 'kubernetes operator'")
+    code, out, _ = _run(capsys, "clusters", "list", *remote)
+    assert out.splitlines()[0].split() == ["cluster", "members", "skill", "next", "topic"]
+    assert out.splitlines()[-1].startswith("next: what the worker's next skill pass does")
     code, _, err = _run(capsys, "memory", "show", bravo["memory_id"], *remote)
     assert code == 1 and "not found" in err
     code, out, _ = _run(capsys, "memory", "show", alpha["memory_id"], *remote)
@@ -388,3 +393,11 @@ def test_privacy_eval_takes_the_corpus_option_the_readme_shows(tmp_path, capsys)
     assert code == 0 and "corpus: 5 snippets" in out and "precision" in out
     assert main(["privacy", "eval", "--corpus", str(tmp_path / "missing.jsonl")]) == 2
     assert "corpus not found" in capsys.readouterr().err
+
+
+def test_ingest_of_a_folder_without_sessions_says_why(tmp_path, capsys):
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / ".hidden.jsonl").write_text("{}")
+    code = main(["ingest", str(tmp_path / "empty"), "--url", f"http://127.0.0.1:{_free_port()}"])
+    err = capsys.readouterr().err
+    assert code == 1 and "no session files (*.jsonl) under" in err and "1 hidden or linked" in err
