@@ -12,7 +12,6 @@ import httpx
 
 from ultron.clusters.schemas import ClusterDetail, ClusterSummary
 from ultron.companion.schemas import Brief, Dream, ReflectionRequest, ReflectionResult
-from ultron.config import Settings
 from ultron.ingestion.schemas import ImportStatus, IngestResult, IngestTextResult, SegmentInfo, SessionInfo
 from ultron.memory.schemas import (
     Contribution,
@@ -33,7 +32,8 @@ from ultron.skills.schemas import (
     SkillUploadResult,
 )
 
-if TYPE_CHECKING:  # its module loads the ORM models: imported when called
+if TYPE_CHECKING:  # settings and the ORM models load where used: an HTTP client needs neither
+    from ultron.config import Settings
     from ultron.worker.status import WorkerStatus
 
 
@@ -70,7 +70,10 @@ class Ultron:
             from ultron.sdk._local import LocalBackend
 
             owns = hub is None
-            hub = hub or Hub.open(settings or Settings())
+            if hub is None:
+                from ultron.config import Settings
+
+                hub = Hub.open(settings or Settings())
             self._backend = LocalBackend(hub, agent=agent, tenant=tenant, owns_hub=owns)
 
     @classmethod
