@@ -269,7 +269,9 @@ def test_every_read_command_through_the_hub_shows_only_the_callers_tenant(two_te
     assert code == 1 and "not found" in err
     code, out, _ = _run(capsys, "memory", "show", alpha["memory_id"], *remote)
     assert code == 0 and json.loads(out)["id"] == alpha["memory_id"]
-    # Over HTTP --agent plays no part: the key is the agent, nothing is created.
+    # Through the hub the key is the agent: --agent is refused, not ignored, and nothing is created.
+    code, _, err = _run(capsys, "stats", "--agent", "mallory", *remote)
+    assert code == 2 and "the API key is the agent" in err
     with hub.db.session() as s:
         assert s.execute(text("SELECT count(*) FROM agents WHERE name = 'mallory'")).scalar_one() == 0
     assert httpx.get(url + "/", follow_redirects=False).headers["location"] == "/dashboard"

@@ -102,6 +102,11 @@ def _sdk(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     url = hub_url(args)
     if url is not None:
         args.resolved_url = url
+        if getattr(args, "agent", None) or getattr(args, "tenant", None):
+            raise ValueError(
+                f"--agent and --tenant act in-process (--local); through the hub at {url} the API key "
+                "is the agent and its tenant"
+            )
         return Ultron(base_url=url, api_key=getattr(args, "api_key", None))
     return Ultron._of(_local_backend(args))
 
