@@ -103,7 +103,9 @@ def _start_hub(data_dir: Path, port: int, env: dict[str, str]) -> tuple[subproce
     while time.monotonic() < deadline and proc.poll() is None:
         try:
             if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200:
-                return proc, log.read_text().splitlines()
+                # The access-log line of the readiness poll that succeeded is ours, not start-up's.
+                lines = log.read_text().splitlines()
+                return proc, [line for line in lines if "GET /health" not in line]
         except httpx.HTTPError:
             pass
         time.sleep(0.2)
