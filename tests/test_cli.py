@@ -403,3 +403,13 @@ def test_ingest_of_a_folder_without_sessions_says_why(tmp_path, capsys):
     code = main(["ingest", str(tmp_path / "empty"), "--url", f"http://127.0.0.1:{_free_port()}"])
     err = capsys.readouterr().err
     assert code == 1 and "no session files (*.jsonl) under" in err and "1 hidden or linked" in err
+
+
+def test_the_api_reference_says_upload_answers_201_on_create():
+    from ultron.ops.apidoc import openapi_schema
+
+    responses = openapi_schema()["paths"]["/memories/upload"]["post"]["responses"]
+    assert {"200", "201"} <= set(responses)
+    docs = (Path(__file__).parents[1] / "docs" / "api.md").read_text(encoding="utf-8")
+    upload = docs.split("### `POST /memories/upload`", 1)[1].split("###", 1)[0]
+    assert "`201`" in upload and "201 with a new memory" in upload
