@@ -10,9 +10,6 @@ from uuid import UUID
 
 import httpx
 
-from ultron.clusters.schemas import ClusterDetail, ClusterSummary
-from ultron.companion.schemas import Brief, Dream, ReflectionRequest, ReflectionResult
-from ultron.ingestion.schemas import ImportStatus, IngestResult, IngestTextResult, SegmentInfo, SessionInfo
 from ultron.memory.schemas import (
     Contribution,
     MemoryPatch,
@@ -22,18 +19,26 @@ from ultron.memory.schemas import (
     UploadRequest,
     UploadResult,
 )
-from ultron.skills.schemas import (
-    EvolutionEntry,
-    SkillDetail,
-    SkillHit,
-    SkillSearchRequest,
-    SkillStatusFilter,
-    SkillSummary,
-    SkillUploadResult,
-)
 
-if TYPE_CHECKING:  # settings and the ORM models load where used: an HTTP client needs neither
+if TYPE_CHECKING:  # loaded where used: a CLI search needs the memory schemas and nothing else
+    from ultron.clusters.schemas import ClusterDetail, ClusterSummary
+    from ultron.companion.schemas import Brief, Dream, ReflectionResult
     from ultron.config import Settings
+    from ultron.ingestion.schemas import (
+        ImportStatus,
+        IngestResult,
+        IngestTextResult,
+        SegmentInfo,
+        SessionInfo,
+    )
+    from ultron.skills.schemas import (
+        EvolutionEntry,
+        SkillDetail,
+        SkillHit,
+        SkillStatusFilter,
+        SkillSummary,
+        SkillUploadResult,
+    )
     from ultron.worker.status import WorkerStatus
 
 
@@ -196,6 +201,8 @@ class Ultron:
         group: str | None = None,
     ) -> ReflectionResult:
         """Store a reflection (the agent's own lesson) and mark `source_ids` as reflected on."""
+        from ultron.companion.schemas import ReflectionRequest
+
         req = ReflectionRequest(
             content=content,
             context=context,
@@ -256,6 +263,8 @@ class Ultron:
 
     def search_skills(self, query: str, limit: int = 5) -> list[SkillHit]:
         """The latest active version of each skill, nearest to the query first."""
+        from ultron.skills.schemas import SkillSearchRequest
+
         req = SkillSearchRequest(query=query, limit=limit)
         return self._backend.search_skills(req.query, req.limit)
 
