@@ -12,13 +12,17 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 BLOCK = re.compile(
@@ -45,7 +49,19 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def test_the_readme_walks(tmp_path):
+@pytest.fixture()
+def walk_dir() -> Iterator[Path]:
+    """A fresh folder outside pytest's basetemp: concurrent pytest sessions on the box prune old
+    basetemps, and a data dir removed under a running initdb fails the walk for no fault of the README."""
+    path = Path(tempfile.mkdtemp(prefix="ultron-readme-walk-"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def test_the_readme_walks(walk_dir):
+    tmp_path = walk_dir
     blocks = readme_blocks()
     assert blocks[0][1].strip() == QUICK_START, "the README's first shell block is the quick start"
     walked = [body for why, body, marked in blocks[1:] if not marked]

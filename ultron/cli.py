@@ -168,8 +168,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
             worker = BackgroundWorker(hub)
         url = f"http://{_client_host(settings.host)}:{settings.port}"
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
-        record = record_hub(settings.data_dir, url)
+        try:
+            settings.data_dir.mkdir(parents=True, exist_ok=True)
+            record = record_hub(settings.data_dir, url)
+        except OSError as exc:  # a read-only home in a container: clients then use ULTRON_URL
+            log.warning(
+                "could not record the hub's URL in %s (%s): set ULTRON_URL for the CLI",
+                settings.data_dir,
+                exc,
+            )
         print(banner(settings, url, keys, run_worker, hub.db.display_url()), file=sys.stderr)
         uvicorn.run(
             app,
