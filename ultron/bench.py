@@ -234,14 +234,18 @@ class Probe:
         )
 
 
-def measure(probes: list[Probe], corpus: Corpus, uploads: int, queries: int) -> None:
+def measure(probes: list[Probe], corpus: Corpus, uploads: int, queries: int, progress: Any = None) -> None:
     """Interleave every measurement across the sizes (and search with kNN), so that a noisy machine's
     load drifts over all of them alike and the ratios stay meaningful."""
-    for _ in range(uploads):
+    for n in range(uploads):
         fields = corpus.memory()
         for p in probes:
             p.upload(UploadRequest(**fields))
+        if progress:
+            progress(n + 1, uploads, "uploads")
     for i in range(queries):
+        if progress:
+            progress(i + 1, queries, "searches")
         query = corpus.query(corpus.memory())
         for p in probes:
             # Whichever runs second finds the pages the first one read in the cache (past shared_buffers,
@@ -331,7 +335,10 @@ def run_benchmark(args: argparse.Namespace) -> int:
                 print(f"size {size}:", file=sys.stderr)
                 probe.fill_rate = bulk_fill(hub, actor.tenant_id, actor.agent_id, corpus, size)
             print("measuring (interleaved across sizes)...", file=sys.stderr)
-            measure(probes, corpus, args.upload_probe, args.queries)
+            from ultron.cli import progress_bar
+
+            with progress_bar() as bar:
+                measure(probes, corpus, args.upload_probe, args.queries, progress=bar)
         finally:
             for p in probes:
                 p.hub.close()

@@ -8,15 +8,16 @@ import logging
 import os
 import signal
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
-
-from ultron.config import Settings
 from ultron.errors import UltronError
 from ultron.memory import repair
+
+if TYPE_CHECKING:  # pydantic-settings costs a tenth of a second: only commands that need it load it
+    from ultron.config import Settings
 
 log = logging.getLogger("ultron")
 
@@ -26,6 +27,8 @@ def _env(option: str) -> str:
 
 
 def _settings(args: argparse.Namespace) -> Settings:
+    from ultron.config import Settings
+
     overrides = {k: v for k, v in vars(args).items() if k in Settings.model_fields and v is not None}
     return Settings(**overrides)
 
@@ -34,12 +37,97 @@ def _print_json(data: Any) -> None:
     print(json.dumps(data, ensure_ascii=False, indent=2, default=str))
 
 
+class NoHub(UltronError):
+    """No hub to talk to and no explicit choice to open the database."""
+
+
+HUB_RECORD = "hub.json"  # written by `ultron serve` in its data dir: {"url": ..., "pid": ...}
+
+
+def _data_dir(args: argparse.Namespace) -> Path:
+    raw = getattr(args, "data_dir", None) or os.environ.get("ULTRON_DATA_DIR") or "~/.ultron"
+    return Path(raw).expanduser()
+
+
+def record_hub(data_dir: Path, url: str) -> Path:
+    """Write the running hub's URL where the CLI looks for it (removed again at shutdown)."""
+    path = data_dir.expanduser() / HUB_RECORD
+    path.write_text(json.dumps({"url": url, "pid": os.getpid()}))
+    return path
+
+
+def forget_hub(path: Path) -> None:
+    try:
+        if json.loads(path.read_text()).get("pid") == os.getpid():
+            path.unlink()
+    except (OSError, ValueError):
+        pass
+
+
+def recorded_hub(data_dir: Path) -> str | None:
+    """The URL a live `ultron serve` recorded in `data_dir`, or None (none, or its process is gone)."""
+    try:
+        record = json.loads((data_dir / HUB_RECORD).read_text())
+        os.kill(int(record["pid"]), 0)
+        return str(record["url"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def hub_url(args: argparse.Namespace) -> str | None:
+    """Where this command goes: a hub URL, or None to open the database in this process.
+
+    Order: `--local`; `--url` / ULTRON_URL; an explicit database (`--database-url` /
+    ULTRON_DATABASE_URL); the hub `ultron serve` recorded in the data dir. Nothing else is guessed:
+    with none of them the command stops before it creates a data dir or starts a database.
+    """
+    if getattr(args, "local", False):
+        return None
+    if getattr(args, "url", None):
+        return str(args.url)
+    if getattr(args, "database_url", None) or os.environ.get("ULTRON_DATABASE_URL"):
+        return None
+    recorded = recorded_hub(_data_dir(args))
+    if recorded:
+        return recorded
+    raise NoHub(
+        f"no running hub found (ULTRON_URL is unset and no `ultron serve` is recorded in {_data_dir(args)}): "
+        "start one with `.venv/bin/ultron serve`, pass --url URL, or add --local to open the database "
+        "in this process"
+    )
+
+
 def _sdk(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     from ultron.sdk import Ultron
 
-    if args.url:
-        return Ultron(base_url=args.url, api_key=args.api_key)
-    return Ultron(settings=_settings(args), agent=args.agent)
+    url = hub_url(args)
+    if url is not None:
+        args.resolved_url = url
+        if getattr(args, "agent", None) or getattr(args, "tenant", None):
+            raise ValueError(
+                f"--agent and --tenant act in-process (--local); through the hub at {url} the API key "
+                "is the agent and its tenant"
+            )
+        return Ultron(base_url=url, api_key=getattr(args, "api_key", None))
+    return Ultron._of(_local_backend(args))
+
+
+def _local_backend(args: argparse.Namespace) -> Any:
+    """The in-process backend acting as `--agent` of `--tenant`, which must exist (never created here)."""
+    from ultron.hub import Hub
+    from ultron.sdk._local import LocalBackend
+
+    hub = Hub.open(_settings(args))
+    try:
+        return LocalBackend(
+            hub,
+            agent=getattr(args, "agent", None),
+            tenant=getattr(args, "tenant", None) or "default",
+            create_agent=False,
+        )
+    except BaseException:
+        hub.close()
+        raise
 
 
 # --- serve ---------------------------------------------------------------------------------------
@@ -51,14 +139,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from ultron.api.app import create_app
     from ultron.api.auth import is_loopback
     from ultron.hub import Hub
+    from ultron.ops.logs import configure_logging, logging_config
     from ultron.tenancy import count_active_keys
 
     settings = _settings(args)
-    from ultron.ops.logs import configure_logging
-
     configure_logging(settings.log_level, settings.log_json)  # before start-up logs anything
     hub = Hub.open(settings)
     worker = None
+    record = None
     try:
         with hub.db.session() as session:
             keys = count_active_keys(session)
@@ -70,41 +158,69 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 2
-        if keys == 0:
-            print(
-                "WARNING: no API keys exist, so the hub runs OPEN on loopback as the local agent. "
-                "Create a key with `ultron agents create NAME` to require keys.",
-                file=sys.stderr,
-            )
-        print(
-            f"Ultron on http://{settings.host}:{settings.port}  database: {hub.db.display_url()}",
-            file=sys.stderr,
-        )
         app = create_app(hub, allow_open=loopback)
         # uvicorn shuts down gracefully on SIGTERM, then re-raises the signal to the handler it found:
         # make that handler a normal exit, so the finally below releases the hub (flushes buffered
         # hits, stops the embedded server if this was its last user) and the exit status is 0.
         signal.signal(signal.SIGTERM, _exit_on_signal)
-        from ultron.ops.logs import logging_config
-
-        if args.with_worker:
+        run_worker = not args.no_worker
+        if run_worker:
             from ultron.worker.runner import BackgroundWorker
 
             worker = BackgroundWorker(hub)
+        url = f"http://{_client_host(settings.host)}:{settings.port}"
+        try:
+            settings.data_dir.mkdir(parents=True, exist_ok=True)
+            record = record_hub(settings.data_dir, url)
+        except OSError as exc:  # a read-only home in a container: clients then use ULTRON_URL
+            log.warning(
+                "could not record the hub's URL in %s (%s): set ULTRON_URL for the CLI",
+                settings.data_dir,
+                exc,
+            )
+        print(banner(settings, url, keys, run_worker, hub.db.display_url()), file=sys.stderr)
         uvicorn.run(
             app,
             host=settings.host,
             port=settings.port,
-            log_level=settings.log_level.lower(),
+            log_level=None,  # the levels come from log_config (uvicorn would reset its own loggers)
             log_config=logging_config(settings.log_level, settings.log_json),
         )
     except SystemExit as exc:
         return int(exc.code or 0)
     finally:
+        if record is not None:
+            forget_hub(record)
         if worker is not None:
             worker.close()
         hub.close()
     return 0
+
+
+def _client_host(host: str) -> str:
+    return "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+
+
+def banner(settings: Settings, url: str, keys: int, worker: bool, database: str) -> str:
+    auth = (
+        f"API keys required ({keys} active)"
+        if keys
+        else "the hub runs OPEN on loopback as the local agent (no API keys yet); require keys: "
+        "`ultron agents create NAME`"
+    )
+    model = f" ({settings.embedding_model})" if settings.embedding_model else ""
+    external = "" if settings.is_embedded else "  (unused: external database)"
+    lines = [
+        f"Ultron {url}",
+        f"  dashboard  {url}/dashboard",
+        f"  data dir   {settings.data_dir}{external}",
+        f"  database   {database}",
+        f"  auth       {auth}",
+        f"  embedder   {settings.embedding_provider}{model}; LLM {settings.llm_provider}",
+        "  worker     " + ("in this process" if worker else "not here (--no-worker): run `ultron worker`"),
+        "  CLI        `.venv/bin/ultron stats` finds this hub; Ctrl+C stops it",
+    ]
+    return "\n".join(lines)
 
 
 def _exit_on_signal(signum: int, _frame: object) -> None:
@@ -214,8 +330,61 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     from ultron.mcp.stdio import serve_stdio
 
     # stdout is the MCP channel: everything else goes to stderr.
-    serve_stdio(_sdk(args))
+    if hub_url(args) is not None:
+        serve_stdio(_sdk(args))
+        return 0
+    from ultron.sdk import Ultron
+
+    # In-process, opening the hub (database, redaction models, embedder) takes seconds: the handshake
+    # goes ahead while it opens on a thread, and the first tool call waits for it.
+    serve_stdio(Ultron._of(OpeningBackend(lambda: _local_backend(args))))
     return 0
+
+
+class OpeningBackend:
+    """A backend opened on a thread; each call (made off the event loop) waits until it is ready."""
+
+    def __init__(self, open_backend: Callable[[], Any]):
+        self._ready = threading.Event()
+        self._backend: Any = None
+        self._error: BaseException | None = None
+        threading.Thread(target=self._open, args=(open_backend,), name="ultron-open", daemon=True).start()
+
+    def _open(self, open_backend: Callable[[], Any]) -> None:
+        try:
+            self._backend = open_backend()
+        except BaseException as exc:  # re-raised by every call, where the MCP client sees it
+            self._error = exc
+        finally:
+            self._ready.set()
+
+    def ready(self) -> Any:
+        self._ready.wait()
+        if self._error is not None:
+            raise self._error
+        return self._backend
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_") or name in ("hub", "actor"):  # skill tools use the backend's calls
+            raise AttributeError(name)
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            return getattr(self.ready(), name)(*args, **kwargs)
+
+        return call
+
+
+class MissingExtra(UltronError):
+    """An optional dependency a command needs is not installed."""
+
+
+def require_module(name: str, install: str) -> None:
+    import importlib
+
+    try:
+        importlib.import_module(name)
+    except ImportError:
+        raise MissingExtra(f"this command needs the optional package {name!r}: {install}") from None
 
 
 # --- maintenance ---------------------------------------------------------------------------------
@@ -254,11 +423,15 @@ def cmd_db_upgrade(args: argparse.Namespace) -> int:
 def cmd_dashboard_screenshots(args: argparse.Namespace) -> int:
     from ultron.web.screenshots import main as take_screenshots
 
+    require_module("playwright", "pip install playwright (or `.venv/bin/pip install -e '.[test]'`)")
+
     return take_screenshots(args, _settings(args))
 
 
 def cmd_dashboard_bench(args: argparse.Namespace) -> int:
     from ultron.web.bench import run
+
+    require_module("playwright", "pip install playwright (or `.venv/bin/pip install -e '.[test]'`)")
 
     return run(args, _settings(args))
 
@@ -267,10 +440,12 @@ def cmd_reembed(args: argparse.Namespace) -> int:
     from ultron.memory.reembed import reembed
 
     settings = _settings(args)
-    moved = reembed(settings, batch_size=args.batch_size, progress=_progress)
+    with progress_bar() as bar:
+        moved = reembed(settings, batch_size=args.batch_size, progress=bar)
     print(
         f"re-embedded {moved.memories} memories and {moved.skills} skill versions with "
-        f"{settings.embedding_provider}; {moved.clusters} clusters kept with recomputed centroids"
+        f"{settings.embedding_provider}; {moved.clusters} clusters kept with recomputed centroids. "
+        "Next: start the hub (`ultron serve`) with the same embedding settings."
     )
     return 0
 
@@ -299,15 +474,57 @@ def cmd_bench(args: argparse.Namespace) -> int:
 def cmd_privacy_eval(args: argparse.Namespace) -> int:
     from ultron.privacy.evaluate import main as privacy_main
 
-    return privacy_main(args.rest)
+    argv = ["--repeat", str(args.repeat)] + (["--corpus", args.corpus] if args.corpus else [])
+    return privacy_main(argv + (["--redact-uuids"] if args.redact_uuids else []))
+
+
+class _Bar:
+    """A rich progress bar on stderr, one task per label; a plain callback `(done, total, what)`."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        self.progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeRemainingColumn(),
+            console=Console(stderr=True),
+            transient=False,
+        )
+        self.tasks: dict[str, Any] = {}
+
+    def __call__(self, done: int, total: int, what: str) -> None:
+        if what not in self.tasks:
+            self.tasks[what] = self.progress.add_task(what, total=total)
+        self.progress.update(self.tasks[what], completed=done, total=total)
+
+    def __enter__(self) -> _Bar:
+        self.progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.stop()
+
+
+def progress_bar() -> _Bar:
+    """`with progress_bar() as bar: bar(done, total, "what")` -- for commands whose work takes time."""
+    return _Bar()
 
 
 def _progress(done: int, total: int, what: str) -> None:
-    width = 30
-    filled = int(width * done / total) if total else width
-    print(f"\r{what}: [{'#' * filled}{'.' * (width - filled)}] {done}/{total}", end="", file=sys.stderr)
+    """A one-shot callback for code that reports progress without a context (a bar per call site)."""
+    global _BAR
+    if _BAR is None:
+        _BAR = progress_bar().__enter__()
+    _BAR(done, total, what)
     if done >= total:
-        print(file=sys.stderr)
+        _BAR.__exit__(None, None, None)
+        _BAR = None
+
+
+_BAR: _Bar | None = None
 
 
 # --- parser --------------------------------------------------------------------------------------
@@ -332,14 +549,36 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _add_remote(p: argparse.ArgumentParser) -> None:
+def _add_admin(p: argparse.ArgumentParser) -> None:
+    """Options of a command that always opens the database (agents, backup, restore, reembed, db)."""
+    _add_common(p)
     p.add_argument(
-        "--url", default=os.environ.get("ULTRON_URL"), help="talk to a running hub (env: ULTRON_URL)"
+        "--local",
+        action="store_true",
+        help="accepted for symmetry: this command always opens the database itself, never the hub",
+    )
+
+
+def _add_remote(p: argparse.ArgumentParser) -> None:
+    """Options of a command that talks to the hub: by default the running one, `--local` in-process."""
+    p.add_argument(
+        "--url",
+        default=os.environ.get("ULTRON_URL"),
+        help="the hub's URL (env: ULTRON_URL; default: the hub `ultron serve` recorded in the data dir)",
     )
     p.add_argument(
         "--api-key", default=os.environ.get("ULTRON_API_KEY"), help="API key (env: ULTRON_API_KEY)"
     )
-    p.add_argument("--agent", default=None, help="in-process: act as this agent (default: the local agent)")
+    p.add_argument(
+        "--local",
+        action="store_true",
+        help="open the database in this process instead of talking to a hub (also implied by "
+        "--database-url / ULTRON_DATABASE_URL without --url)",
+    )
+    p.add_argument(
+        "--agent", default=None, help="in-process: act as this existing agent (default: the local agent)"
+    )
+    p.add_argument("--tenant", default=None, help="in-process: the --agent's tenant (default 'default')")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -347,28 +586,34 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("serve", help="run the HTTP hub")
+    p = sub.add_parser("serve", help="run the HTTP hub and its background worker")
     _add_common(p)
     p.add_argument("--host", help=f"bind address {_env('host')}, default 127.0.0.1")
     p.add_argument("--port", type=int, help=f"port {_env('port')}, default 8765")
-    p.add_argument("--with-worker", action="store_true", help="also run the background worker (in a thread)")
+    p.add_argument(
+        "--no-worker",
+        dest="no_worker",
+        action="store_true",
+        help="do not run the background worker here (deployments that run `ultron worker` apart)",
+    )
+    p.add_argument("--with-worker", action="store_true", help=argparse.SUPPRESS)  # the default now
     p.set_defaults(func=cmd_serve)
 
     agents = sub.add_parser("agents", help="manage agents and their API keys").add_subparsers(
         dest="agents_command", required=True
     )
-    p = agents.add_parser("create", help="create an agent and print its API key")
-    _add_common(p)
+    p = agents.add_parser("create", help="create an agent and print its API key (opens the database)")
+    _add_admin(p)
     p.add_argument("name")
     p.add_argument("--tenant", default="default", help="tenant (created if needed), default 'default'")
     p.add_argument("--admin", action="store_true", help="may edit and delete any memory of its tenant")
     p.set_defaults(func=cmd_agents_create)
-    p = agents.add_parser("list", help="list agents")
-    _add_common(p)
+    p = agents.add_parser("list", help="list agents (opens the database)")
+    _add_admin(p)
     p.add_argument("--tenant", default=None)
     p.set_defaults(func=cmd_agents_list)
-    p = agents.add_parser("revoke", help="revoke an agent's key")
-    _add_common(p)
+    p = agents.add_parser("revoke", help="revoke an agent's key (opens the database)")
+    _add_admin(p)
     p.add_argument("name")
     p.add_argument("--tenant", default="default")
     p.set_defaults(func=cmd_agents_revoke)
@@ -418,21 +663,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     db = sub.add_parser("db", help="database maintenance").add_subparsers(dest="db_command", required=True)
     p = db.add_parser("upgrade", help="migrate the database to the newest schema")
-    _add_common(p)
+    _add_admin(p)
     p.set_defaults(func=cmd_db_upgrade)
 
     p = sub.add_parser("backup", help="dump the whole database to FILE (pg_dump, custom format)")
-    _add_common(p)
+    _add_admin(p)
     p.add_argument("file")
     p.set_defaults(func=cmd_backup)
     p = sub.add_parser("restore", help="restore a backup in one transaction (stop the API and workers first)")
-    _add_common(p)
+    _add_admin(p)
     p.add_argument("file")
     p.add_argument("--clean", action="store_true", help="replace an existing Ultron database's contents")
     p.set_defaults(func=cmd_restore)
 
     p = sub.add_parser("reembed", help="move every memory to the configured embedding model")
-    _add_common(p)
+    _add_admin(p)
     p.add_argument("--batch-size", type=int, default=128)
     p.set_defaults(func=cmd_reembed)
 
@@ -468,6 +713,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dimension", type=int, default=256, help="hash embedding dimension")
     p.set_defaults(func=cmd_bench)
 
+    from ultron.ops.startbench import add_parser as add_start_bench_parser
+
+    add_start_bench_parser(sub)
     from ultron.clusters.bench import add_parser as add_cluster_bench_parser
 
     add_cluster_bench_parser(sub)
@@ -493,9 +741,52 @@ def build_parser() -> argparse.ArgumentParser:
         dest="privacy_command", required=True
     )
     p = privacy.add_parser("eval", help="precision/recall of redaction on the labelled corpus")
-    p.add_argument("rest", nargs=argparse.REMAINDER, help="options passed to the evaluator (--corpus PATH)")
+    p.add_argument("--corpus", help="JSONL corpus (default: the labelled one in the source tree)")
+    p.add_argument("--repeat", type=int, default=3, help="timed passes over the corpus (0 skips timing)")
+    p.add_argument(
+        "--redact-uuids", action="store_true", help="also redact UUIDs, to measure what that costs"
+    )
     p.set_defaults(func=cmd_privacy_eval)
     return parser
+
+
+EXIT_ERROR, EXIT_INPUT, EXIT_NO_HUB, EXIT_AUTH = 1, 2, 3, 4
+
+
+def describe_error(exc: BaseException, args: argparse.Namespace) -> tuple[int, str]:
+    """One line and an exit code for whatever stopped a command (the traceback is for `-v`)."""
+    from pydantic import ValidationError
+
+    from ultron.errors import Forbidden, Unauthorized
+
+    url = getattr(args, "resolved_url", None) or getattr(args, "url", None) or "the hub"
+    if isinstance(exc, ValidationError):
+        parts = [
+            f"{'.'.join(str(p) for p in e['loc']) or 'input'}: {e['msg'].removeprefix('Value error, ')}"
+            for e in exc.errors()
+        ]
+        return EXIT_INPUT, "invalid input: " + "; ".join(parts)
+    if isinstance(exc, NoHub):
+        return EXIT_NO_HUB, exc.detail
+    if isinstance(exc, Unauthorized | Forbidden):
+        return EXIT_AUTH, (
+            f"{url} refused the request ({exc.detail}): pass a valid key with --api-key or ULTRON_API_KEY "
+            "(create one with `ultron agents create NAME`)"
+        )
+    if isinstance(exc, UltronError):
+        return EXIT_ERROR, exc.detail
+    if type(exc).__module__.startswith("httpx"):
+        if type(exc).__name__ in ("ConnectError", "ConnectTimeout"):
+            return EXIT_NO_HUB, (
+                f"cannot reach the hub at {url}: is `ultron serve` running there? "
+                "(or unset ULTRON_URL / drop --url, or add --local)"
+            )
+        return EXIT_NO_HUB, f"talking to {url} failed: {type(exc).__name__}: {exc}"
+    if isinstance(exc, ModuleNotFoundError):
+        return EXIT_INPUT, f"missing optional package {exc.name!r}: pip install {exc.name}"
+    if isinstance(exc, ValueError | OSError):
+        return EXIT_INPUT, str(exc)
+    return EXIT_ERROR, f"unexpected {type(exc).__name__}: {exc} (run `ultron -v ...` for the traceback)"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -505,18 +796,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     try:
         return int(args.func(args) or 0)
-    except ValidationError as exc:
-        print(f"error: invalid configuration or input:\n{exc}", file=sys.stderr)
-        return 2
-    except UltronError as exc:
-        print(f"error: {exc.detail}", file=sys.stderr)
-        return 1
-    except (ValueError, FileNotFoundError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:
+        if args.verbose:
+            raise
+        code, message = describe_error(exc, args)
+        print("error: " + " ".join(message.split()), file=sys.stderr)
+        return code
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run the importable module's main, so subcommand modules (which `import ultron.cli`) and this
+    # one share one set of classes (NoHub, MissingExtra) rather than a `__main__` copy of them.
+    from ultron.cli import main as _main
+
+    sys.exit(_main())

@@ -187,6 +187,10 @@ async def other_agent_sees_nothing_private(session: ClientSession, stored: dict[
 
 
 def test_every_tool_over_stdio(hub, settings, slugs):
+    with hub.db.session() as s:  # `ultron mcp --agent NAME` acts as an existing agent, never creates one
+        for name in ("alice", "bob"):
+            create_agent(s, name)
+
     async def main() -> None:
         async with stdio_session(settings, "alice") as session:
             stored = await exercise_every_tool(session, slugs)

@@ -151,7 +151,9 @@ def cluster(db_url: str, tmp_path: Path) -> Iterator[tuple[list[Proc], list[Proc
     apis = []
     for i in range(API_PROCESSES):
         port = _free_port()
-        p = _spawn(f"api{i}", ["serve", "--host", "127.0.0.1", "--port", str(port)], env, tmp_path)
+        p = _spawn(
+            f"api{i}", ["serve", "--no-worker", "--host", "127.0.0.1", "--port", str(port)], env, tmp_path
+        )
         p.url = f"http://127.0.0.1:{port}"
         apis.append(p)
     workers = []

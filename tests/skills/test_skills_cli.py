@@ -7,11 +7,14 @@ import json
 import pytest
 
 from ultron.cli import main
+from ultron.tenancy import create_agent
 
 
 @pytest.fixture()
-def run(settings, monkeypatch, capsys):  # type: ignore[no-untyped-def]
+def run(settings, hub, monkeypatch, capsys):  # type: ignore[no-untyped-def]
     monkeypatch.setenv("ULTRON_REDACTION_ENABLED", "false")
+    with hub.db.session() as s:
+        create_agent(s, "bob")  # --agent acts as an existing agent; the CLI never creates one
     common = [
         "--database-url",
         settings.database_url.get_secret_value(),
@@ -43,7 +46,9 @@ def test_search_list_show_history_and_clusters(run, published):  # type: ignore[
     assert "crystallize" in run("skills", "history", slug)
     clusters = json.loads(run("clusters", "list", "--json"))
     assert len([c for c in clusters if c["skill_slug"]]) == 3
-    assert f"skill={slug}" in run("clusters", "list")
+    listed = run("clusters", "list").splitlines()
+    assert listed[0].split() == ["cluster", "members", "skill", "next", "topic"]
+    assert any(slug in line.split() for line in listed[1:])
     one = json.loads(run("clusters", "show", next(c["id"] for c in clusters if c["skill_slug"] == slug)))
     assert one["skill"]["slug"] == slug and one["members"]
     run("skills", "show", "no-such-skill", code=1)

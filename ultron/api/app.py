@@ -104,9 +104,15 @@ class BodyLimit(BaseHTTPMiddleware):
 memories = APIRouter(prefix="/memories", tags=["memories"], responses=ERROR_RESPONSES)
 
 
-@memories.post("/upload", response_model=UploadResult, status_code=200)
+@memories.post(
+    "/upload",
+    response_model=UploadResult,
+    status_code=200,
+    responses={201: {"model": UploadResult, "description": "Created: a new memory (200: merged)"}},
+)
 def upload_memory(request: Request, body: UploadRequest, response: Response) -> UploadResult:
-    """Store an experience. The hub infers its type, summarizes, embeds and merges near duplicates."""
+    """Store an experience. The hub infers its type, summarizes, embeds and merges near duplicates:
+    201 with a new memory, 200 when merged into an existing one."""
     result = call(request, lambda s, a: request.app.state.hub.memory.upload(s, a, body))
     response.status_code = 201 if result.decision == "created" else 200
     return result
@@ -185,6 +191,14 @@ def delete_memory(request: Request, memory_id: UUID) -> Response:
 
 
 system = APIRouter(tags=["system"])
+
+
+@system.get("/", include_in_schema=False)
+def root() -> Response:
+    """A browser opening the hub's address lands on the dashboard."""
+    from fastapi.responses import RedirectResponse
+
+    return RedirectResponse("/dashboard", status_code=307)
 
 
 @system.get("/health", response_model=Health, responses={503: {"model": ErrorBody}})

@@ -28,13 +28,10 @@ import sys
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import psycopg
-from sqlalchemy import text
-
-from ultron.config import Settings
+if TYPE_CHECKING:  # imported where used, so building the CLI's parser stays cheap
+    import numpy as np
 
 THRESHOLD = 0.75
 JOIN_COSINE = 0.9
@@ -49,12 +46,16 @@ SERVER_SETTINGS = {"shared_buffers": "1GB"}
 
 
 def _units(rng: np.random.Generator, n: int, dimension: int) -> np.ndarray:
+    import numpy as np
+
     v = rng.standard_normal((n, dimension)).astype(np.float32)
     return v / np.linalg.norm(v, axis=1, keepdims=True)
 
 
 def centroids(size: int, dimension: int, seed: int = SEED) -> Any:
     """The centroids of a database of `size`, in batches; the first TARGETS are the same for all sizes."""
+    import numpy as np
+
     rng = np.random.default_rng(seed)
     done = 0
     while done < size:
@@ -65,6 +66,8 @@ def centroids(size: int, dimension: int, seed: int = SEED) -> Any:
 
 def probe_vectors(count: int, dimension: int, targets: np.ndarray, seed: int = SEED + 1) -> list[np.ndarray]:
     """Alternately a vector at cosine JOIN_COSINE from a random target centroid and a random one."""
+    import numpy as np
+
     rng = np.random.default_rng(seed)
     out = []
     for i in range(count):
@@ -108,6 +111,8 @@ class Size:
 
     def assign(self, index: int, vector: np.ndarray, record: bool) -> None:
         """One assignment as an upload makes it, timed first: nothing has probed this vector before it."""
+        from sqlalchemy import text
+
         from ultron.db.queries import q
 
         # This backend's update counters (they also hold earlier transactions not yet flushed to the
@@ -144,6 +149,8 @@ class Size:
         """The reference implementation: every cluster's mean compared with the vector, no index. Timed in
         a pass of its own, after the assignments: a scan of 100k rows would evict from the CPU caches what
         the next assignment reads, and charge the index for the reference's cost."""
+        from sqlalchemy import text
+
         from ultron.db.queries import q
 
         with self.db.session() as s:
@@ -157,6 +164,8 @@ def _fill(
     db: Any, tenant_id: uuid.UUID, size: int, dimension: int, memories: int, members: int = MEMBERS
 ) -> float:
     """COPY `size` clusters in, then build the HNSW index and analyze; insert the probes' memories."""
+    import numpy as np
+
     from ultron.db.vectors import HNSW_EF_CONSTRUCTION, HNSW_M
 
     start = time.perf_counter()
@@ -297,6 +306,7 @@ def format_report(rows: list[dict[str, Any]], dimension: int, shared_buffers: st
 def _open(server: str, name: str, dimension: int) -> tuple[Any, Any, uuid.UUID]:
     from ultron.bench import _admin_url
     from ultron.clusters.service import ClusterService
+    from ultron.config import Settings
     from ultron.db.engine import open_database
     from ultron.db.vectors import Profile, ensure_profile
     from ultron.hub import build_embedder
@@ -326,6 +336,9 @@ def run(
     members: int = MEMBERS,
 ) -> list[dict[str, Any]]:
     """Fill one scratch database per size on `server`, run the interleaved probes, drop the databases."""
+    import psycopg
+    from sqlalchemy import text
+
     from ultron.bench import _admin_url
 
     sizes = sorted(sizes)
@@ -370,6 +383,8 @@ def run(
 
 
 def run_command(args: argparse.Namespace) -> int:
+    import psycopg
+
     from ultron.bench import _admin_url
 
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]

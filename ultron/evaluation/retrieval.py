@@ -22,10 +22,11 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-from ultron.config import Settings
+if TYPE_CHECKING:  # loaded by the command, not by the CLI's parser
+    from ultron.config import Settings
 
 DEFAULT_SET = Path(__file__).parent / "data" / "retrieval_eval.jsonl"
 KS = (1, 3, 10)
@@ -158,7 +159,9 @@ def scratch_database(database_url: str | None) -> Iterator[str]:
             shutil.rmtree(data_dir, ignore_errors=True)
 
 
-def load_memories(hub: Any, actor: Any, memories: Sequence[dict[str, Any]]) -> dict[UUID, str]:
+def load_memories(
+    hub: Any, actor: Any, memories: Sequence[dict[str, Any]], progress: Any = None
+) -> dict[UUID, str]:
     """Each memory through the upload pipeline (redaction, type, summaries, embedding), never merged."""
     from ultron.memory.schemas import UploadRequest
 
@@ -174,10 +177,14 @@ def load_memories(hub: Any, actor: Any, memories: Sequence[dict[str, Any]]) -> d
                 )
                 prepared = hub.memory._prepare(req, actor)
                 ids[hub.memory._create(session, actor, prepared).record.id] = row["id"]
+        if progress:
+            progress(len(ids), len(memories), "load memories")
     return ids
 
 
-def run_eval(settings: Settings, data: EvalSet) -> tuple[dict[str, Scores], dict[str, Any]]:
+def run_eval(
+    settings: Settings, data: EvalSet, progress: Any = None
+) -> tuple[dict[str, Scores], dict[str, Any]]:
     from ultron.hub import Hub
     from ultron.tenancy import local_actor
 
@@ -186,14 +193,16 @@ def run_eval(settings: Settings, data: EvalSet) -> tuple[dict[str, Scores], dict
         with hub.db.session() as session:
             actor = local_actor(session)
         started = time.perf_counter()
-        ids = load_memories(hub, actor, data.memories)
+        ids = load_memories(hub, actor, data.memories, progress)
         loaded = time.perf_counter() - started
         ranks: dict[str, int | None] = {}
         started = time.perf_counter()
-        for query in data.queries:
+        for n, query in enumerate(data.queries, 1):
             with hub.db.session() as session:
                 results = hub.memory.search(session, actor, query.text, limit=SEARCH_LIMIT)
             ranks[query.id] = rank_of([ids.get(r.record.id, "?") for r in results], query.expected)
+            if progress:
+                progress(n, len(data.queries), "queries")
         searched = time.perf_counter() - started
         embedder = hub.embedder
         info = {
@@ -210,6 +219,8 @@ def run_eval(settings: Settings, data: EvalSet) -> tuple[dict[str, Scores], dict
 
 
 def main(args: argparse.Namespace) -> int:
+    from ultron.config import Settings
+
     data = load_set(Path(args.set) if args.set else DEFAULT_SET)
     with scratch_database(args.database_url) as url:
         settings = Settings(
@@ -221,7 +232,10 @@ def main(args: argparse.Namespace) -> int:
             redaction_enabled=False,
             hit_flush_seconds=0,  # no hit is written during the run: every query sees the same ranking
         )
-        groups, info = run_eval(settings, data)
+        from ultron.cli import progress_bar
+
+        with progress_bar() as bar:
+            groups, info = run_eval(settings, data, progress=bar)
     if args.json:
         out = {
             name: {"n": s.n, **{f"recall@{k}": round(s.recall(k), 4) for k in KS}, "mrr": round(s.mrr, 4)}

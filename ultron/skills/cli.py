@@ -30,6 +30,10 @@ def cmd_skills_search(args: argparse.Namespace) -> int:
         return 0
     for h in hits:
         print(f"{h.similarity:.4f}  {h.slug}@{h.version}  {h.name}: {h.description}")
+    if not hits:
+        print(
+            f"no skill matches {args.query!r} (skills grow from clusters of memories: `ultron clusters list`)"
+        )
     return 0
 
 
@@ -106,11 +110,16 @@ def cmd_clusters_list(args: argparse.Namespace) -> int:
     if args.json:
         _cli()._print_json([c.model_dump(mode="json") for c in clusters])
         return 0
+    if not clusters:
+        print("no clusters yet: each stored memory joins one")
+        return 0
+    print(f"{'cluster':<36}  {'members':>7}  {'skill':<24}  {'next':<12}  topic")
     for c in clusters:
-        print(
-            f"{c.id}  {c.member_count:>5} members  skill={c.skill_slug or '-'}  "
-            f"next={c.readiness or '-'}  {c.topic}"
-        )
+        print(f"{c.id}  {c.member_count:>7}  {c.skill_slug or '-':<24}  {c.readiness or '-':<12}  {c.topic}")
+    print(
+        "next: what the worker's next skill pass does with the cluster: crystallize (a first skill), "
+        "recrystallize (revise its skill); '-' nothing yet (too few members, or its skill is current)"
+    )
     return 0
 
 

@@ -18,7 +18,9 @@ def _run(args: argparse.Namespace, fn: Callable[..., Any]) -> Any:
 
     hub = Hub.open(_settings(args))
     try:
-        backend = LocalBackend(hub, agent=args.agent, owns_hub=False)
+        tenant = getattr(args, "tenant", None) or "default"
+        # --agent names an existing agent: a vault command never creates one (nor its tenant).
+        backend = LocalBackend(hub, agent=args.agent, tenant=tenant, owns_hub=False, create_agent=False)
         vault = Vault(hub.memory)
         with hub.db.session() as session:
             return fn(vault, session, backend.actor, hub)

@@ -7,11 +7,12 @@ import json
 import signal
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ultron.config import Settings
+if TYPE_CHECKING:
+    from ultron.config import Settings
 
-SettingsOf = Callable[[argparse.Namespace], Settings]
+SettingsOf = Callable[[argparse.Namespace], "Settings"]
 
 
 def add_parsers(
@@ -25,6 +26,9 @@ def add_parsers(
     p.add_argument(
         "--decay-interval-hours", dest="decay_interval_hours", type=float, help="hours between full cycles"
     )
+    from ultron.cli import _add_remote  # status reads the running hub (--local: the database)
+
+    _add_remote(p)
     p.set_defaults(func=lambda args: cmd_worker(args, settings_of(args)))
 
     p = sub.add_parser("bench-rebalance", help="time the tier rebalance statement at growing sizes")
@@ -40,7 +44,7 @@ def add_parsers(
 
 def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     if args.action == "status":
-        return _print_status(settings, as_json=args.json)
+        return _print_status(args, as_json=args.json)
     from ultron.hub import Hub
     from ultron.ops.logs import configure_logging
     from ultron.worker.runner import Worker
@@ -68,16 +72,11 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _print_status(settings: Settings, *, as_json: bool) -> int:
-    from ultron.db.engine import open_database
-    from ultron.worker.status import worker_status
+def _print_status(args: argparse.Namespace, *, as_json: bool) -> int:
+    from ultron.cli import _sdk
 
-    db = open_database(settings)
-    try:
-        with db.session() as session:
-            status = worker_status(session, None, lease_seconds=settings.worker_lease_seconds)
-    finally:
-        db.dispose()
+    with _sdk(args) as client:
+        status = client.worker_status()
     if as_json:
         print(status.model_dump_json(indent=2))
         return 0
