@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ultron.errors import UltronError
-from ultron.memory import repair
+from ultron.memory import cli as memory_cli
 
 if TYPE_CHECKING:  # pydantic-settings costs a tenth of a second: only commands that need it load it
     from ultron.config import Settings
@@ -649,7 +649,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_remote(p)
     p.add_argument("id")
     p.set_defaults(func=cmd_memory_delete)
-    repair.add_parser(memory, _add_common, _add_remote)  # memory split, memory repair-merges
+    memory_cli.add_parser(memory, _add_common, _add_remote)  # memory split, memory repair-merges
 
     p = sub.add_parser("stats", help="memory counts by tier, type, status and scope")
     _add_common(p)
