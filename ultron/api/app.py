@@ -35,6 +35,7 @@ from ultron.memory.schemas import (
 from ultron.tenancy import Actor
 
 T = TypeVar("T")
+P = TypeVar("P")
 
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorBody} for code in (400, 401, 403, 404, 409, 413, 422, 503)
@@ -78,7 +79,24 @@ def call(request: Request, fn: Callable[[Session, Actor], T]) -> T:
     policy: AuthPolicy = request.app.state.auth
     with hub.db.session() as session:
         actor = policy.actor(request, session)
-        return fn(session, actor)
+        result = fn(session, actor)
+    policy.last_seen.touch(hub.db, actor)
+    return result
+
+
+def call_prepared(request: Request, prepare: Callable[[Actor], P], fn: Callable[[Session, Actor, P], T]) -> T:
+    """Authenticate in a short transaction, run `prepare` (provider calls: embed, type, summarize) with
+    no connection held, then `fn` in its own short transaction. A hanging provider so holds no
+    database connection and no lock, and a provider failure leaves nothing written."""
+    hub: Hub = request.app.state.hub
+    policy: AuthPolicy = request.app.state.auth
+    with hub.db.session() as session:
+        actor = policy.actor(request, session)
+    prepared = prepare(actor)
+    with hub.db.session() as session:
+        result = fn(session, actor, prepared)
+    policy.last_seen.touch(hub.db, actor)
+    return result
 
 
 class BodyLimit(BaseHTTPMiddleware):
@@ -106,7 +124,12 @@ memories = APIRouter(prefix="/memories", tags=["memories"], responses=ERROR_RESP
 @memories.post("/upload", response_model=UploadResult, status_code=200)
 def upload_memory(request: Request, body: UploadRequest, response: Response) -> UploadResult:
     """Store an experience. The hub infers its type, summarizes, embeds and merges near duplicates."""
-    result = call(request, lambda s, a: request.app.state.hub.memory.upload(s, a, body))
+    memory = request.app.state.hub.memory
+    result = call_prepared(
+        request,
+        lambda a: memory.prepare(body, a),
+        lambda s, a, prepared: memory.upload(s, a, body, prepared=prepared),
+    )
     response.status_code = 201 if result.decision == "created" else 200
     return result
 
@@ -188,8 +211,10 @@ def create_app(hub: Hub, *, allow_open: bool = False) -> FastAPI:
     app.state.hub = hub
     app.state.auth = AuthPolicy(allow_open)
     app.add_middleware(BodyLimit, max_bytes=hub.settings.max_request_bytes)
+    from ultron.api.guard import InputGuard
     from ultron.ops.http import RequestContext, ops  # request ids, metrics, /ready, /metrics
 
+    app.add_middleware(InputGuard)  # the shared validation layer, and JSON 500s that name the request id
     app.add_middleware(RequestContext)  # added last, so outermost: it sees (and ids) every response
     install_error_handlers(app)
     app.include_router(system)

@@ -37,7 +37,13 @@ class Database:
     """One engine per process; sessions are scoped to a request or a worker job."""
 
     def __init__(
-        self, url: str, *, pool_size: int = 10, embedded_dir: Path | None = None, ef_search: int = 100
+        self,
+        url: str,
+        *,
+        pool_size: int = 10,
+        embedded_dir: Path | None = None,
+        ef_search: int = 100,
+        pool_timeout: float = 5.0,
     ):
         self.url = _normalize_url(url)
         self.embedded_dir = embedded_dir
@@ -45,6 +51,8 @@ class Database:
             self.url,
             pool_size=pool_size,
             max_overflow=pool_size,
+            # Waiting longer for a free connection only queues requests: past it they answer 503.
+            pool_timeout=pool_timeout,
             pool_pre_ping=True,
             pool_recycle=1800,
             # HNSW: look at more neighbours than the default 40 and keep scanning past filtered-out rows.
@@ -108,7 +116,11 @@ def open_database(settings: Settings, *, migrate: bool = True) -> Database:
     """Connect (starting the embedded server if no URL is set), check pgvector, migrate to head."""
     url, embedded_dir = resolve_url(settings)
     db = Database(
-        url, pool_size=settings.db_pool_size, embedded_dir=embedded_dir, ef_search=settings.hnsw_ef_search
+        url,
+        pool_size=settings.db_pool_size,
+        embedded_dir=embedded_dir,
+        ef_search=settings.hnsw_ef_search,
+        pool_timeout=settings.db_pool_timeout,
     )
     try:
         ensure_vector_extension(db.engine)
