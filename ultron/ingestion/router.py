@@ -21,6 +21,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
 from ultron.api.app import ERROR_RESPONSES, call
+from ultron.authz import require_admin
 from ultron.errors import PayloadTooLarge, ValidationFailed
 from ultron.hub import Hub
 from ultron.ingestion.schemas import (
@@ -42,6 +43,7 @@ from ultron.ingestion.schemas import (
 from ultron.tenancy import Actor
 from ultron.trajectory import views
 from ultron.trajectory.pipeline import process_pending
+from ultron.validation import check_path
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +88,8 @@ async def ingest(request: Request) -> IngestResult:
     if _is_form(request):
         form = await request.form(max_files=MAX_FORM_FILES)
         parts = [p for key in ("files", "file") for p in form.getlist(key) if isinstance(p, UploadFile)]
-        files = [IngestFile(p.filename or f"upload-{i}.jsonl", await p.read()) for i, p in enumerate(parts)]
+        names = [check_path(p.filename or f"upload-{i}.jsonl", "file name") for i, p in enumerate(parts)]
+        files = [IngestFile(name, await p.read()) for name, p in zip(names, parts, strict=True)]
         await form.close()
     else:
         body: IngestRequest = await _json_model(request, IngestRequest)
@@ -167,6 +170,7 @@ def process(request: Request, body: ProcessRequest | None = None) -> dict[str, i
     """Run due segmentation, scoring and extraction for the caller's tenant now, in this request."""
     hub: Hub = request.app.state.hub
     actor = call(request, lambda s, a: a)
+    require_admin(actor, "trajectory processing")
     return process_pending(hub, tenant_id=actor.tenant_id, limit=(body or ProcessRequest()).limit)
 
 
@@ -195,6 +199,9 @@ async def start_import(request: Request) -> ImportStatus:
         if not isinstance(upload, UploadFile):
             raise ValidationFailed("multipart import needs a `file` part")
         fields = {"kind": form.get("kind"), "name": form.get("name") or upload.filename or "import"}
+        for key, value in fields.items():
+            if isinstance(value, str):
+                check_path(value, key)
         try:
             start = ImportStartRequest.model_validate({**fields, "content": ""})
         except ValidationError as exc:

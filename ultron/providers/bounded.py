@@ -14,6 +14,7 @@ Only remote providers (openai, dashscope) are wrapped; the local and hash embedd
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -40,8 +41,12 @@ class Breaker:
         self._lock = threading.Lock()
 
     def is_open(self) -> bool:
+        return self.remaining() > 0
+
+    def remaining(self) -> float:
+        """Seconds until the provider is asked again (0 when closed)."""
         with self._lock:
-            return time.monotonic() < self._open_until
+            return max(0.0, self._open_until - time.monotonic())
 
     def trip(self, seconds: float | None = None) -> None:
         with self._lock:
@@ -62,8 +67,11 @@ class Bounded:
         self._pool = ThreadPoolExecutor(POOL_THREADS, thread_name_prefix=f"ultron-{provider}")
 
     def run(self, call: Callable[[], T]) -> T:
-        if self.breaker.is_open():
-            raise ProviderError(self.provider, "cooling down after a failure", kind="unavailable")
+        wait = self.breaker.remaining()
+        if wait > 0:
+            raise ProviderError(
+                self.provider, "cooling down after a failure", kind="unavailable", retry_after=math.ceil(wait)
+            )
         future = self._pool.submit(call)
         try:
             result = future.result(timeout=self.deadline_s)
