@@ -3,8 +3,7 @@
 Every path that changes memories goes through one of these checks: editing and deleting a memory
 (MemoryService._owned), a vault import over existing memories, an import's review (discarding archives
 its memories), pause and resume, reprocessing a session or a segment (re-segmentation archives the
-memories of changed segments), and the tenant-wide triggers (trajectory processing runs everybody's
-pending work): admins only.
+memories of changed segments). `POST /trajectory/process` only advances work its owners queued.
 """
 
 from __future__ import annotations
@@ -22,8 +21,3 @@ def require_owner(actor: Actor, owner_id: UUID | None, what: str) -> None:
     raise Forbidden(
         f"agent {actor.agent_name!r} does not own {what}; only its owner or an admin agent may change it"
     )
-
-
-def require_admin(actor: Actor, what: str) -> None:
-    if not actor.is_admin:
-        raise Forbidden(f"{what} acts on the whole tenant: only an admin agent may trigger it")

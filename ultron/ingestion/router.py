@@ -21,7 +21,6 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
 from ultron.api.app import ERROR_RESPONSES, call
-from ultron.authz import require_admin
 from ultron.errors import PayloadTooLarge, ValidationFailed
 from ultron.hub import Hub
 from ultron.ingestion.schemas import (
@@ -170,7 +169,6 @@ def process(request: Request, body: ProcessRequest | None = None) -> dict[str, i
     """Run due segmentation, scoring and extraction for the caller's tenant now, in this request."""
     hub: Hub = request.app.state.hub
     actor = call(request, lambda s, a: a)
-    require_admin(actor, "trajectory processing")
     return process_pending(hub, tenant_id=actor.tenant_id, limit=(body or ProcessRequest()).limit)
 
 

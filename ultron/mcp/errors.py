@@ -33,8 +33,20 @@ _TEXT_LIMITS = {
 }
 
 
+# The name of a method's first positional argument, for messages.
+_FIRST_ARG = {
+    "search": "query",
+    "search_skills": "query",
+    "brief": "task",
+    "ingest_text": "text",
+    "get_skill": "slug",
+}
+
+
 def validate_call(method: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> None:
-    validation.check_all(list(args), "arguments")
+    for i, arg in enumerate(args):
+        name = _FIRST_ARG.get(method, "argument") if i == 0 else f"argument {i + 1}"
+        validation.check_all(arg, "" if isinstance(arg, dict | list) or hasattr(arg, "model_dump") else name)
     validation.check_all(dict(kwargs))
     if method in _TEXT_LIMITS and args and isinstance(args[0], str):
         name, limit = _TEXT_LIMITS[method]
