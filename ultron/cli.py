@@ -415,6 +415,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = db.add_parser("upgrade", help="migrate the database to the newest schema")
     _add_common(p)
     p.set_defaults(func=cmd_db_upgrade)
+    from ultron.db.cli import add_parser as add_db_stop_parser  # `ultron db stop`
+
+    add_db_stop_parser(db)
 
     p = sub.add_parser("backup", help="dump the whole database to FILE (pg_dump, custom format)")
     _add_common(p)

@@ -46,6 +46,12 @@ class Settings(BaseSettings):
     db_pool_timeout: float = Field(
         5.0, gt=0, le=300, description="Seconds to wait for a free pooled connection before answering 503"
     )
+    db_idle_session_timeout: float = Field(
+        60.0,
+        ge=0,
+        description="Seconds after which Postgres closes an idle pooled connection, and the most a pooled "
+        "connection lives (0: never, 30 min); lets a SIGTERM to Postgres complete while the hub runs",
+    )
     embedded_shared_buffers: str | None = Field(
         None,
         pattern=r"^[1-9][0-9]*(kB|MB|GB)$",

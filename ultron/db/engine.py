@@ -44,6 +44,7 @@ class Database:
         embedded_dir: Path | None = None,
         ef_search: int = 100,
         pool_timeout: float = 5.0,
+        idle_session_timeout: float = 60.0,
     ):
         self.url = _normalize_url(url)
         self.embedded_dir = embedded_dir
@@ -54,9 +55,18 @@ class Database:
             # Waiting longer for a free connection only queues requests: past it they answer 503.
             pool_timeout=pool_timeout,
             pool_pre_ping=True,
-            pool_recycle=1800,
+            # A pooled connection lives at most this long (then it is replaced at its next checkout): a
+            # smart shutdown of Postgres waits for every session to end, busy ones included.
+            pool_recycle=max(1.0, idle_session_timeout) if idle_session_timeout > 0 else 1800,
             # HNSW: look at more neighbours than the default 40 and keep scanning past filtered-out rows.
-            connect_args={"options": f"-c hnsw.ef_search={ef_search} -c hnsw.iterative_scan=relaxed_order"},
+            # idle_session_timeout: the server closes a pooled connection idle this long, so a smart
+            # shutdown (SIGTERM) of Postgres completes instead of waiting on the pool forever; the pool's
+            # pre-ping replaces a closed connection on its next use (and fails, as 503, while the server
+            # is shutting down).
+            connect_args={
+                "options": f"-c hnsw.ef_search={ef_search} -c hnsw.iterative_scan=relaxed_order"
+                f" -c idle_session_timeout={int(idle_session_timeout * 1000)}"
+            },
         )
         event.listen(self.engine, "connect", _register_vector)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
@@ -121,6 +131,7 @@ def open_database(settings: Settings, *, migrate: bool = True) -> Database:
         embedded_dir=embedded_dir,
         ef_search=settings.hnsw_ef_search,
         pool_timeout=settings.db_pool_timeout,
+        idle_session_timeout=settings.db_idle_session_timeout,
     )
     try:
         ensure_vector_extension(db.engine)
