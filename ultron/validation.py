@@ -32,7 +32,7 @@ BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u206
 def text_problem(value: str) -> str | None:
     """Why `value` cannot be stored as text, or None."""
     if "\x00" in value:
-        return "contains a NUL character (\\u0000)"
+        return "contains a NUL character (\\u0000): text cannot hold binary data"
     if _SURROGATE.search(value):
         return "contains a lone UTF-16 surrogate, which is not valid Unicode"
     return None

@@ -48,7 +48,9 @@ def test_upload_with_nul_is_a_tool_error_without_sql(mcp_session, hub):
     portal, session = mcp_session
     is_error, message = call(portal, session, "upload_memory", {"content": "a\x00b"})
     assert is_error
-    assert message.endswith("validation_error: content contains a NUL character (\\u0000)"), message
+    assert message.endswith(
+        "validation_error: content contains a NUL character (\\u0000): text cannot hold binary data"
+    ), message
     for leak in ("INSERT", "SELECT", "tenant_id", "agent_id", "embedding", "Traceback"):
         assert leak not in message
 

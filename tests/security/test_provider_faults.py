@@ -93,7 +93,7 @@ def test_breaker_closes_again_once_the_provider_answers(embed_hub, fake_openai):
 
 
 def test_hanging_embedder_holds_no_connection_and_health_stays_fast(make_hub, fake_openai):
-    """24 concurrent uploads by one agent against an embedder that hangs (found 2)."""
+    """24 concurrent uploads (and searches) by one agent against an embedder that hangs (found 2)."""
     fake_openai.slow_seconds = 6.0
     settings = remote_settings(fake_openai, None) | {"db_pool_size": 2, "provider_cooldown_seconds": 0}
     hub = make_hub(**settings)
@@ -105,7 +105,9 @@ def test_hanging_embedder_holds_no_connection_and_health_stays_fast(make_hub, fa
 
     with LiveServer(create_app(hub, allow_open=True)) as url, httpx.Client(base_url=url, timeout=30) as http:
 
-        def upload(i: int) -> int:
+        def upload(i: int) -> int:  # every other one a search: it embeds its query, and hangs too
+            if i % 2:
+                return http.post("/memories/search", json={"query": f"lesson {i}"}).status_code
             return http.post("/memories/upload", json={"content": f"lesson {i}: hang"}).status_code
 
         def probe() -> None:

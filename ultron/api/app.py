@@ -1,7 +1,8 @@
 """App factory and the memory endpoints.
 
 Handlers are plain `def`: FastAPI runs them in its threadpool, so database, embedding and LLM calls
-never block the event loop. Each request is one transaction.
+never block the event loop. Each request authenticates in one short read-only transaction and does its
+work in one more; no transaction is open while a provider (embedding, LLM) is called (docs/security.md).
 """
 
 from __future__ import annotations
@@ -73,12 +74,24 @@ class Health(BaseModel):
     version: str
 
 
+def authenticate(request: Request) -> Actor:
+    """The calling agent, resolved in its own short read-only transaction."""
+    hub: Hub = request.app.state.hub
+    with hub.db.session() as session:
+        return request.app.state.auth.actor(request, session)  # type: ignore[no-any-return]
+
+
 def call(request: Request, fn: Callable[[Session, Actor], T]) -> T:
-    """Run `fn` in one transaction as the calling agent."""
+    """Run `fn` in one transaction as the calling agent.
+
+    The agent is authenticated first, in its own short transaction; `fn`'s session takes a pooled
+    connection only at its first statement, so provider work a service does before that (a search
+    embedding its query) holds no connection while it waits.
+    """
     hub: Hub = request.app.state.hub
     policy: AuthPolicy = request.app.state.auth
+    actor = authenticate(request)
     with hub.db.session() as session:
-        actor = policy.actor(request, session)
         result = fn(session, actor)
     policy.last_seen.touch(hub.db, actor)
     return result
@@ -90,8 +103,7 @@ def call_prepared(request: Request, prepare: Callable[[Actor], P], fn: Callable[
     database connection and no lock, and a provider failure leaves nothing written."""
     hub: Hub = request.app.state.hub
     policy: AuthPolicy = request.app.state.auth
-    with hub.db.session() as session:
-        actor = policy.actor(request, session)
+    actor = authenticate(request)
     prepared = prepare(actor)
     with hub.db.session() as session:
         result = fn(session, actor, prepared)
