@@ -50,7 +50,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from ultron.api.app import create_app
     from ultron.api.auth import is_loopback
     from ultron.hub import Hub
-    from ultron.tenancy import count_active_keys
+    from ultron.tenancy import count_issued_keys
 
     settings = _settings(args)
     from ultron.ops.logs import configure_logging
@@ -60,7 +60,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     worker = None
     try:
         with hub.db.session() as session:
-            keys = count_active_keys(session)
+            keys = count_issued_keys(session)  # revoked keys count: they never reopen the hub
         loopback = is_loopback(settings.host)
         if keys == 0 and not loopback:
             print(

@@ -69,7 +69,7 @@ def test_no_operation_answers_5xx_and_the_hub_stays_alive(app):
             200,
             201,
         )
-    assert not failures, "\n".join(failures[:20])
+    assert not failures, f"seed {SEED}:\n" + "\n".join(failures[:20])
     # It did fuzz: many requests, some accepted and many refused as 4xx.
     print(f"fuzz: {sum(statuses.values())} requests over {len(operations)} operations: {dict(statuses)}")
     assert sum(statuses.values()) >= 2 * len(operations)

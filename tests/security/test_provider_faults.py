@@ -71,6 +71,7 @@ def test_chat_fault_falls_back_to_the_heuristic_within_the_deadline(chat_hub, fa
         r = c.post("/memories/upload", json=UPLOAD)
         elapsed = time.monotonic() - start
         assert r.status_code == 201, r.text
+        print(f"chat fault {mode}: upload 201 in {elapsed:.2f}s")
         record = r.json()["record"]
         assert record["content"] == UPLOAD["content"] and record["summary_l0"]
         # One upload asks the model up to twice (type, summary): bounded by the chat deadline, not by
@@ -129,6 +130,10 @@ def test_hanging_embedder_holds_no_connection_and_health_stays_fast(make_hub, fa
             done.set()
             prober.join()
 
+    worst = max(seconds for _, seconds in health)
+    print(
+        f"hanging embedder: 24 requests: {sorted(set(statuses))}; /health x{len(health)}, worst {worst:.3f}s"
+    )
     assert statuses == [503] * 24  # each fails at the deadline, as provider_unavailable
     assert len(health) >= 10
     assert all(status == 200 for status, _ in health), health
