@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 
 import httpx
@@ -285,3 +286,31 @@ def test_pool_exhaustion_answers_503_not_500(make_hub):
     finally:
         for conn in held:
             conn.close()
+
+
+# --- found 2 (the lock): last_seen_at is not written in the request's transaction ---------------------
+
+
+def test_requests_do_not_wait_on_the_agents_row_and_last_seen_is_recorded(hub):
+    with hub.db.session() as s:
+        info, key = create_agent(s, "busy", "default")
+    headers = {"Authorization": f"Bearer {key}"}
+    with TestClient(create_app(hub, allow_open=False)) as c:
+        with hub.db.engine.connect() as locker:
+            # Another transaction holds the agent's row lock (as a concurrent request's UPDATE did).
+            locker.execute(text("SELECT 1 FROM agents WHERE id = :id FOR UPDATE"), {"id": info.id})
+            answers: list[int] = []
+            worker = threading.Thread(
+                target=lambda: answers.append(c.get("/memories/stats", headers=headers).status_code)
+            )
+            worker.start()
+            worker.join(timeout=15)
+            finished = not worker.is_alive()
+            locker.rollback()
+        worker.join(timeout=30)
+        assert finished and answers == [200]  # before: blocked on the row lock until it was released
+    with TestClient(create_app(hub, allow_open=False)) as c:
+        assert c.get("/memories/stats", headers=headers).status_code == 200
+    with hub.db.session() as s:
+        seen = s.execute(text("SELECT last_seen_at FROM agents WHERE id = :id"), {"id": info.id}).scalar_one()
+    assert seen is not None
