@@ -222,11 +222,13 @@ def create_app(hub: Hub, *, allow_open: bool = False) -> FastAPI:
     )
     app.state.hub = hub
     app.state.auth = AuthPolicy(allow_open)
-    app.add_middleware(BodyLimit, max_bytes=hub.settings.max_request_bytes)
     from ultron.api.guard import InputGuard
     from ultron.ops.http import RequestContext, ops  # request ids, metrics, /ready, /metrics
 
-    app.add_middleware(InputGuard)  # the shared validation layer, and JSON 500s that name the request id
+    # The shared validation layer, and JSON 500s that name the request id; inside BodyLimit, so an
+    # oversized body is refused from its Content-Length before the guard reads it.
+    app.add_middleware(InputGuard, max_bytes=hub.settings.max_request_bytes)
+    app.add_middleware(BodyLimit, max_bytes=hub.settings.max_request_bytes)
     app.add_middleware(RequestContext)  # added last, so outermost: it sees (and ids) every response
     install_error_handlers(app)
     app.include_router(system)

@@ -18,7 +18,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ultron import validation
 from ultron.api.errors import internal_error_response
-from ultron.errors import UltronError, ValidationFailed
+from ultron.errors import PayloadTooLarge, UltronError, ValidationFailed
 
 log = logging.getLogger(__name__)
 
@@ -47,8 +47,9 @@ def _is_json(scope: Scope) -> bool:
 class InputGuard:
     """Validates the raw request; also turns any unhandled exception into the JSON 500 with its id."""
 
-    def __init__(self, app: ASGIApp):
+    def __init__(self, app: ASGIApp, max_bytes: int = 25 * 1024 * 1024):
         self.app = app
+        self.max_bytes = max_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -79,8 +80,8 @@ class InputGuard:
         if scope.get("method") not in ("POST", "PUT", "PATCH") or not _is_json(scope):
             await self.app(scope, receive, send)
             return
-        body = await _read_body(receive)
         try:
+            body = await _read_body(receive, self.max_bytes)
             _check_body(body, mcp=scope.get("path", "").startswith("/mcp"))
         except UltronError as exc:
             await _refuse(exc, scope, receive, send)
@@ -88,13 +89,18 @@ class InputGuard:
         await self.app(scope, _replay(body, receive), send)
 
 
-async def _read_body(receive: Receive) -> bytes:
+async def _read_body(receive: Receive, max_bytes: int) -> bytes:
     chunks: list[bytes] = []
+    size = 0
     while True:
         message = await receive()
         if message["type"] != "http.request":
             return b"".join(chunks)  # the client went away; the app sees what came
-        chunks.append(message.get("body", b""))
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > max_bytes:  # a chunked body has no Content-Length for BodyLimit to refuse
+            raise PayloadTooLarge(f"request body is over {max_bytes} bytes; the limit is {max_bytes}")
+        chunks.append(chunk)
         if not message.get("more_body", False):
             return b"".join(chunks)
 
