@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from ultron.api.app import create_app
 
-EXAMPLES = int(os.environ.get("ULTRON_FUZZ_EXAMPLES", "8"))
+EXAMPLES = int(os.environ.get("ULTRON_FUZZ_EXAMPLES", "20"))
 SEED = int(os.environ.get("ULTRON_FUZZ_SEED", "16"))
 # Routes left out: the MCP transport (fuzzed through its tools in test_mcp_guard.py) and long imports.
 SKIPPED = {"/mcp"}
