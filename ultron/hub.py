@@ -144,3 +144,8 @@ class Hub:
     def close(self) -> None:
         self.hits.stop()
         self.db.dispose()
+        # The remote providers' deadline pools (ultron/providers/bounded.py): drop what is queued.
+        for provider in (self.embedder, getattr(self.intelligence, "_chat", None)):
+            bounded = getattr(provider, "bounded", None)
+            if bounded is not None:
+                bounded.close()
