@@ -140,7 +140,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from ultron.api.auth import is_loopback
     from ultron.hub import Hub
     from ultron.ops.logs import configure_logging, logging_config
-    from ultron.tenancy import count_active_keys
+    from ultron.tenancy import count_issued_keys
 
     settings = _settings(args)
     configure_logging(settings.log_level, settings.log_json)  # before start-up logs anything
@@ -149,7 +149,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     record = None
     try:
         with hub.db.session() as session:
-            keys = count_active_keys(session)
+            keys = count_issued_keys(session)  # revoked keys count: they never reopen the hub
         loopback = is_loopback(settings.host)
         if keys == 0 and not loopback:
             print(
@@ -665,6 +665,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = db.add_parser("upgrade", help="migrate the database to the newest schema")
     _add_admin(p)
     p.set_defaults(func=cmd_db_upgrade)
+    from ultron.db.cli import add_parser as add_db_stop_parser  # `ultron db stop`
+
+    add_db_stop_parser(db)
 
     p = sub.add_parser("backup", help="dump the whole database to FILE (pg_dump, custom format)")
     _add_admin(p)

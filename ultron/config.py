@@ -43,6 +43,15 @@ class Settings(BaseSettings):
         None, description="postgresql:// URL; unset = embedded Postgres in data_dir"
     )
     db_pool_size: int = Field(10, ge=1, le=200, description="Connection pool size per process")
+    db_pool_timeout: float = Field(
+        5.0, gt=0, le=300, description="Seconds to wait for a free pooled connection before answering 503"
+    )
+    db_idle_session_timeout: float = Field(
+        60.0,
+        ge=0,
+        description="Seconds after which Postgres closes an idle pooled connection, and the most a pooled "
+        "connection lives (0: never, 30 min); lets a SIGTERM to Postgres complete while the hub runs",
+    )
     embedded_shared_buffers: str | None = Field(
         None,
         pattern=r"^[1-9][0-9]*(kB|MB|GB)$",
@@ -70,6 +79,15 @@ class Settings(BaseSettings):
     llm_timeout: float = Field(60.0, gt=0, description="Seconds before an LLM call times out")
     llm_max_retries: int = Field(2, ge=0, le=10, description="Retries of a failed provider call")
     llm_retry_base_delay: float = Field(1.0, ge=0, description="Backoff base delay in seconds")
+    provider_deadline_seconds: float = Field(
+        15.0, gt=0, description="Longest one embedding call may take, retries included (remote providers)"
+    )
+    llm_deadline_seconds: float = Field(
+        20.0, gt=0, description="Longest one chat call may take, retries included; then the heuristic answers"
+    )
+    provider_cooldown_seconds: float = Field(
+        15.0, ge=0, description="After a provider times out or fails, skip it for this long (circuit breaker)"
+    )
     llm_max_input_tokens: int = Field(200_000, ge=1024, description="Largest prompt sent to the LLM")
     llm_prompt_reserve_tokens: int = Field(8192, ge=0, description="Tokens reserved for the reply")
     dashscope_api_key: SecretStr | None = Field(

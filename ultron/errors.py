@@ -51,3 +51,26 @@ class DatabaseSetupError(UltronError):
 
 class EmbeddingModelMismatch(DatabaseSetupError):
     error = "embedding_model_mismatch"
+
+
+class ServiceUnavailable(UltronError):
+    """Try again later: sent with a Retry-After header of `retry_after` seconds."""
+
+    status_code = 503
+    error = "service_unavailable"
+
+    def __init__(self, detail: str, retry_after: int = 5):
+        super().__init__(detail)
+        self.retry_after = max(1, int(retry_after))
+
+
+class ProviderUnavailable(ServiceUnavailable):
+    """The embedding (or chat) provider failed, timed out or answered garbage; nothing was written."""
+
+    error = "provider_unavailable"
+
+
+class DatabaseBusy(ServiceUnavailable):
+    """Every pooled database connection is in use."""
+
+    error = "database_busy"

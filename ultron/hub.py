@@ -44,6 +44,12 @@ def build_embedder(settings: Settings) -> Embedder:
         max_retries=settings.llm_max_retries,
         retry_base_delay=settings.llm_retry_base_delay,
     )
+    if provider in ("openai", "dashscope"):  # remote: bound each call by a deadline and a breaker
+        from ultron.providers.bounded import BoundedEmbedder
+
+        embedder = BoundedEmbedder(
+            embedder, provider, settings.provider_deadline_seconds, settings.provider_cooldown_seconds
+        )
     return InstrumentedEmbedder(embedder, provider)  # type: ignore[return-value]
 
 
@@ -64,6 +70,10 @@ def build_intelligence(settings: Settings) -> Any:
         max_retries=settings.llm_max_retries,
         retry_base_delay=settings.llm_retry_base_delay,
     )
+    if chat is not None:  # remote: bound each call by a deadline and a breaker (then the heuristic answers)
+        from ultron.providers.bounded import BoundedChat
+
+        chat = BoundedChat(chat, provider, settings.llm_deadline_seconds, settings.provider_cooldown_seconds)
     return MemoryIntelligence(
         None if chat is None else InstrumentedChat(chat, provider),
         l0_max_tokens=settings.l0_max_tokens,
@@ -136,3 +146,8 @@ class Hub:
     def close(self) -> None:
         self.hits.stop()
         self.db.dispose()
+        # The remote providers' deadline pools (ultron/providers/bounded.py): drop what is queued.
+        for provider in (self.embedder, getattr(self.intelligence, "_chat", None)):
+            bounded = getattr(provider, "bounded", None)
+            if bounded is not None:
+                bounded.close()

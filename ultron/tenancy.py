@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from uuid import UUID
 
-from sqlalchemy import func, select, update
+from sqlalchemy import func, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
@@ -113,15 +113,17 @@ def revoke_agent(session: Session, name: str, tenant: str = DEFAULT_TENANT) -> A
     return _info(agent, tname)
 
 
-def count_active_keys(session: Session) -> int:
-    stmt = (
-        select(func.count()).select_from(Agent).where(Agent.key_hash.is_not(None), Agent.revoked_at.is_(None))
-    )
+def count_issued_keys(session: Session) -> int:
+    """Keys ever created, revoked ones included: a hub that ever had one never runs open again."""
+    stmt = select(func.count()).select_from(Agent).where(Agent.key_hash.is_not(None))
     return session.execute(stmt).scalar_one()
 
 
 def authenticate(session: Session, key: str) -> Actor:
-    """Resolve a Bearer key to its agent; revoked and unknown keys are refused."""
+    """Resolve a Bearer key to its agent; revoked and unknown keys are refused.
+
+    Writes nothing: `last_seen_at` is recorded outside the request's transaction (ultron/api/auth.py).
+    """
     row = session.execute(
         select(Agent, Tenant.name)
         .join(Tenant, Tenant.id == Agent.tenant_id)
@@ -132,7 +134,6 @@ def authenticate(session: Session, key: str) -> Actor:
     agent, tenant_name = row
     if agent.revoked_at is not None:
         raise Unauthorized("this API key has been revoked")
-    session.execute(update(Agent).where(Agent.id == agent.id).values(last_seen_at=func.now()))
     return Actor(agent.tenant_id, agent.id, agent.name, tenant_name, tuple(agent.groups), agent.is_admin)
 
 

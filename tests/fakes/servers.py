@@ -8,7 +8,11 @@ One `FakeModelServer` per test, flavour "openai" or "dashscope". Set `.mode` to 
 * "500" / "400": that status with the provider's JSON error body;
 * "garbage": status 200, a body that is not JSON;
 * "wrong_shape": status 200, JSON of the wrong shape;
-* "429 then ok": one 429 after the mode is set, then "ok".
+* "429 then ok": one 429 after the mode is set, then "ok";
+* "429": always 429, with `Retry-After: retry_after` seconds;
+* "nan": embeddings holding NaN (written as the bare `NaN` token many servers emit);
+* "wrong_dim": embeddings one value shorter than asked for;
+* "empty": a well-formed answer with no embeddings (`data: []`) and an empty chat message.
 
 Every request is recorded in `.requests` (method, path, headers, body) before it is answered, so a test
 can prove what did or did not leave the process. Chat answers are `.chat_reply`, or `.reply_fn(messages)`
@@ -26,7 +30,19 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
 Flavor = Literal["openai", "dashscope"]
-MODES = ("ok", "slow", "500", "400", "garbage", "wrong_shape", "429 then ok")
+MODES = (
+    "ok",
+    "slow",
+    "500",
+    "400",
+    "garbage",
+    "wrong_shape",
+    "429 then ok",
+    "429",
+    "nan",
+    "wrong_dim",
+    "empty",
+)
 FAKE_API_KEY = "sk-fake-0123456789abcdef"
 DEFAULT_OPENAI_DIMENSION = 8
 DEFAULT_DASHSCOPE_DIMENSION = 1024
@@ -69,6 +85,7 @@ class _Answer:
     status: int
     body: bytes
     content_type: str = "application/json"
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 def _json_answer(status: int, payload: Any) -> _Answer:
@@ -82,6 +99,7 @@ class FakeModelServer:
     reply_fn: Callable[[list[dict[str, Any]]], str] | None = None
     embedding_dim: int | None = None  # forces this dimension whatever the client asks for
     slow_seconds: float = 5.0
+    retry_after: int = 7  # the Retry-After of mode "429"
     requests: list[RecordedRequest] = field(default_factory=list)
     _mode: str = "ok"
     _throttled: int = 0
@@ -165,12 +183,40 @@ class FakeModelServer:
                 return None
             mode = "ok"
         if mode in ("500", "400", "429"):
-            return self._error(int(mode))
+            answer = self._error(int(mode))
+            if mode == "429" and self._mode == "429":
+                answer.headers["Retry-After"] = str(self.retry_after)
+            return answer
+        if mode in ("nan", "wrong_dim", "empty"):
+            return self._faulty(mode, path, payload)
         if mode == "garbage":
             return _Answer(200, b"<html>this is not json {", "application/json")
         if mode == "wrong_shape":
             return _json_answer(200, {"unexpected": True, "data": "nope"})
         return self._ok(path, payload)
+
+    def _faulty(self, mode: str, path: str, payload: Any) -> _Answer:
+        """A 200 whose content is wrong: NaN vectors, short vectors, or nothing at all."""
+        if path == OPENAI_EMBEDDINGS and isinstance(payload, dict):
+            texts = payload["input"] if isinstance(payload["input"], list) else [payload["input"]]
+            dimension = self.embedding_dim or payload.get("dimensions") or DEFAULT_OPENAI_DIMENSION
+            if mode == "empty":
+                texts = []
+            if mode == "wrong_dim":
+                dimension -= 1
+            data = [
+                {"object": "embedding", "index": i, "embedding": fake_vector(t, dimension)}
+                for i, t in enumerate(texts)
+            ]
+            body = json.dumps({"object": "list", "data": data})
+            if mode == "nan":
+                body = body.replace(str(data[0]["embedding"][0]), "NaN", 1) if data else body
+            return _Answer(200, body.encode())
+        if path == OPENAI_CHAT:
+            content = "" if mode == "empty" else ("NaN" if mode == "nan" else "{")
+            choice = {"index": 0, "message": {"role": "assistant", "content": content}}
+            return _json_answer(200, {"id": "chatcmpl-fake", "choices": [choice]})
+        return _json_answer(404, {"error": {"message": f"mode {mode} has no answer for {path}"}})
 
     def _error(self, status: int) -> _Answer:
         message = {400: "bad request", 429: "rate limit exceeded", 500: "internal error"}[status]
@@ -257,5 +303,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(answer.status)
         self.send_header("Content-Type", answer.content_type)
         self.send_header("Content-Length", str(len(answer.body)))
+        for name, value in answer.headers.items():
+            self.send_header(name, value)
         self.end_headers()
         self.wfile.write(answer.body)

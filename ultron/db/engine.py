@@ -37,7 +37,14 @@ class Database:
     """One engine per process; sessions are scoped to a request or a worker job."""
 
     def __init__(
-        self, url: str, *, pool_size: int = 10, embedded_dir: Path | None = None, ef_search: int = 100
+        self,
+        url: str,
+        *,
+        pool_size: int = 10,
+        embedded_dir: Path | None = None,
+        ef_search: int = 100,
+        pool_timeout: float = 5.0,
+        idle_session_timeout: float = 60.0,
     ):
         self.url = _normalize_url(url)
         self.embedded_dir = embedded_dir
@@ -45,10 +52,21 @@ class Database:
             self.url,
             pool_size=pool_size,
             max_overflow=pool_size,
+            # Waiting longer for a free connection only queues requests: past it they answer 503.
+            pool_timeout=pool_timeout,
             pool_pre_ping=True,
-            pool_recycle=1800,
+            # A pooled connection lives at most this long (then it is replaced at its next checkout): a
+            # smart shutdown of Postgres waits for every session to end, busy ones included.
+            pool_recycle=max(1.0, idle_session_timeout) if idle_session_timeout > 0 else 1800,
             # HNSW: look at more neighbours than the default 40 and keep scanning past filtered-out rows.
-            connect_args={"options": f"-c hnsw.ef_search={ef_search} -c hnsw.iterative_scan=relaxed_order"},
+            # idle_session_timeout: the server closes a pooled connection idle this long, so a smart
+            # shutdown (SIGTERM) of Postgres completes instead of waiting on the pool forever; the pool's
+            # pre-ping replaces a closed connection on its next use (and fails, as 503, while the server
+            # is shutting down).
+            connect_args={
+                "options": f"-c hnsw.ef_search={ef_search} -c hnsw.iterative_scan=relaxed_order"
+                f" -c idle_session_timeout={int(idle_session_timeout * 1000)}"
+            },
         )
         event.listen(self.engine, "connect", _register_vector)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
@@ -108,7 +126,12 @@ def open_database(settings: Settings, *, migrate: bool = True) -> Database:
     """Connect (starting the embedded server if no URL is set), check pgvector, migrate to head."""
     url, embedded_dir = resolve_url(settings)
     db = Database(
-        url, pool_size=settings.db_pool_size, embedded_dir=embedded_dir, ef_search=settings.hnsw_ef_search
+        url,
+        pool_size=settings.db_pool_size,
+        embedded_dir=embedded_dir,
+        ef_search=settings.hnsw_ef_search,
+        pool_timeout=settings.db_pool_timeout,
+        idle_session_timeout=settings.db_idle_session_timeout,
     )
     try:
         ensure_vector_extension(db.engine)

@@ -16,6 +16,7 @@ from sqlalchemy import func, insert, select, update
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
+from ultron.authz import require_owner
 from ultron.db.models import ImportItem, ImportJob, MemorySource, SessionRecord, TaskSegment
 from ultron.errors import Conflict, NotFound, ValidationFailed
 from ultron.ingestion.formats import Message
@@ -176,6 +177,7 @@ class ImportService:
 
     def pause(self, session: Session, actor: Actor, job_id: UUID) -> ImportStatus:
         job = self._job(session, actor, job_id, lock=True)
+        require_owner(actor, job.agent_id, f"import {job_id}")
         if job.status == "running":
             job.status, job.updated_at = "paused", datetime.now(UTC)
         elif job.status != "paused":
@@ -184,6 +186,7 @@ class ImportService:
 
     def resume(self, session: Session, actor: Actor, job_id: UUID) -> ImportStatus:
         job = self._job(session, actor, job_id, lock=True)
+        require_owner(actor, job.agent_id, f"import {job_id}")
         if job.status == "paused":
             job.status, job.updated_at = "running", datetime.now(UTC)
         elif job.status != "running":
@@ -235,8 +238,10 @@ class ImportService:
         ]
 
     def review(self, session: Session, actor: Actor, job_id: UUID, decision: ReviewDecision) -> ReviewOutcome:
-        """Approve conversations, or discard them: their memories are archived and their work skipped."""
+        """Approve conversations, or discard them: their memories are archived and their work skipped.
+        Only the agent that ran the import, or an admin, may review it."""
         job = self._job(session, actor, job_id)
+        require_owner(actor, job.agent_id, f"import {job_id}")
 
         def sessions_of(item_ids: list[UUID]) -> list[SessionRecord]:
             if not item_ids:

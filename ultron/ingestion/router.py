@@ -42,6 +42,7 @@ from ultron.ingestion.schemas import (
 from ultron.tenancy import Actor
 from ultron.trajectory import views
 from ultron.trajectory.pipeline import process_pending
+from ultron.validation import check_path
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +87,8 @@ async def ingest(request: Request) -> IngestResult:
     if _is_form(request):
         form = await request.form(max_files=MAX_FORM_FILES)
         parts = [p for key in ("files", "file") for p in form.getlist(key) if isinstance(p, UploadFile)]
-        files = [IngestFile(p.filename or f"upload-{i}.jsonl", await p.read()) for i, p in enumerate(parts)]
+        names = [check_path(p.filename or f"upload-{i}.jsonl", "file name") for i, p in enumerate(parts)]
+        files = [IngestFile(name, await p.read()) for name, p in zip(names, parts, strict=True)]
         await form.close()
     else:
         body: IngestRequest = await _json_model(request, IngestRequest)
@@ -195,6 +197,9 @@ async def start_import(request: Request) -> ImportStatus:
         if not isinstance(upload, UploadFile):
             raise ValidationFailed("multipart import needs a `file` part")
         fields = {"kind": form.get("kind"), "name": form.get("name") or upload.filename or "import"}
+        for key, value in fields.items():
+            if isinstance(value, str):
+                check_path(value, key)
         try:
             start = ImportStartRequest.model_validate({**fields, "content": ""})
         except ValidationError as exc:

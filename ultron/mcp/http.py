@@ -44,7 +44,9 @@ class BearerGate:
 
     def _actor(self, scope: Scope) -> Actor:
         with self.hub.db.session() as session:
-            return self.policy.actor(Request(scope), session)
+            actor = self.policy.actor(Request(scope), session)
+        self.policy.last_seen.touch(self.hub.db, actor)
+        return actor
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:

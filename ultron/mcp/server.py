@@ -19,6 +19,7 @@ from pydantic import BaseModel
 
 from ultron import __version__
 from ultron.companion.schemas import ReflectionRequest
+from ultron.mcp.errors import tool_errors, validate_call
 from ultron.mcp.skills import skills_of
 from ultron.memory.schemas import MemoryPatch, UploadRequest
 
@@ -61,15 +62,19 @@ def build_server(
     server._mcp_server.version = __version__
 
     async def run(ctx: Context, method: str, *args: Any, **kwargs: Any) -> Any:
-        backend = backend_for(ctx)
-        call = functools.partial(getattr(backend, method), *args, **kwargs)
-        return _json(await anyio.to_thread.run_sync(call))
+        with tool_errors():
+            validate_call(method, args, kwargs)
+            backend = backend_for(ctx)
+            call = functools.partial(getattr(backend, method), *args, **kwargs)
+            return _json(await anyio.to_thread.run_sync(call))
 
     async def run_skills(ctx: Context, method: str, *args: Any) -> Any:
-        tools = skills_of(backend_for(ctx))
-        if tools is None:  # cannot happen where skills=True was chosen for a backend with the hub
-            raise RuntimeError("skills are not available on this backend")
-        return await anyio.to_thread.run_sync(functools.partial(getattr(tools, method), *args))
+        with tool_errors():
+            validate_call(method, args, {})
+            tools = skills_of(backend_for(ctx))
+            if tools is None:  # cannot happen where skills=True was chosen for a backend with the hub
+                raise RuntimeError("skills are not available on this backend")
+            return await anyio.to_thread.run_sync(functools.partial(getattr(tools, method), *args))
 
     @server.tool()
     async def search_memories(

@@ -216,10 +216,17 @@ class MemoryService:
 
     # --- upload --------------------------------------------------------------------------------
 
+    def prepare(self, req: UploadRequest, actor: Actor) -> _Prepared:
+        """The provider work of an upload (redact, type, summarize, embed), needing no database: run it
+        before opening the write transaction and pass the result to `upload(..., prepared=)`."""
+        return self._prepare(req, actor)
+
     @counts_upload
-    def upload(self, session: Session, actor: Actor, req: UploadRequest) -> UploadResult:
+    def upload(
+        self, session: Session, actor: Actor, req: UploadRequest, *, prepared: _Prepared | None = None
+    ) -> UploadResult:
         """Redact, type, embed and summarize; then merge into a near duplicate or insert a new memory."""
-        result = self._upload(session, actor, req)
+        result = self._upload(session, actor, req, prepared)
         return result if self.companion is None else self.companion.after_upload(session, actor, req, result)
 
     def _automatic(self, session: Session, p: _Prepared, memory_id: UUID, sim: float) -> bool:
@@ -244,8 +251,10 @@ class MemoryService:
             return None, "different " + ", ".join(clash)
         return None, "the judge says different"
 
-    def _upload(self, session: Session, actor: Actor, req: UploadRequest) -> UploadResult:
-        p = self._prepare(req, actor)
+    def _upload(
+        self, session: Session, actor: Actor, req: UploadRequest, prepared: _Prepared | None = None
+    ) -> UploadResult:
+        p = prepared if prepared is not None else self._prepare(req, actor)
         judged: dict[UUID, bool] = {}
         if getattr(self.intelligence, "llm_available", False):
             # A chat model judges the soft band: ask it before taking the lock, so the lock is never held

@@ -17,9 +17,13 @@ Generated from the OpenAPI schema by `python -m ultron.ops.apidoc > docs/api.md`
 A running hub serves the same schema at `/openapi.json` and an explorer at `/docs`.
 
 Every endpoint except `/health`, `/ready` and `/metrics` takes `Authorization: Bearer <api key>`
-(on loopback, before the first key exists, the hub runs open as the local agent). Every response
-carries `X-Request-ID` (the caller's, when it sent a plain token of at most 128 characters; else a
-fresh one), and the same id is on every log line of that request. Errors are JSON `{error, detail}`.
+(on loopback, on a database where no key was ever created, the hub runs open as the local agent).
+Every response carries `X-Request-ID` (the caller's, when it sent a plain token of at most 128
+characters; else a fresh one), and the same id is on every log line of that request. Errors are JSON
+`{error, detail}`: 4xx for bad input (NUL, lone surrogates, out-of-range integers, JSON nested deeper
+than 64 levels included); `503 provider_unavailable` (an embedding provider failed; nothing stored),
+`503 database_unavailable` and `503 database_busy` with `Retry-After`; an unexpected error is
+`500 internal_error` naming the request id, with `Connection: close` (see [security.md](security.md)).
 `/metrics` (Prometheus text format) is not in the schema; its series are listed in
 [operations.md](operations.md#metrics).
 """

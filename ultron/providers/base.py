@@ -26,11 +26,14 @@ class ProviderError(Exception):
         *,
         kind: ErrorKind,
         status_code: int | None = None,
+        retry_after: float | None = None,
     ) -> None:
         super().__init__(f"{provider}: {message}")
         self.provider = provider
         self.kind = kind
         self.status_code = status_code
+        # Seconds the provider asked us to wait (a 429's Retry-After), when it said.
+        self.retry_after = retry_after
 
     @property
     def is_timeout(self) -> bool:
@@ -69,6 +72,15 @@ class ChatModel(Protocol):
     def model_name(self) -> str: ...
 
     def chat(self, messages: list[dict[str, str]], *, max_tokens: int | None = None) -> str: ...
+
+
+def retry_after_seconds(value: str | None) -> float | None:
+    """A Retry-After header given in seconds (the HTTP-date form is rare from APIs and ignored)."""
+    try:
+        seconds = float(value) if value else None
+    except ValueError:
+        return None
+    return seconds if seconds is not None and 0 <= seconds < 86400 else None
 
 
 def normalize_rows(matrix: np.ndarray, provider: str) -> list[list[float]]:

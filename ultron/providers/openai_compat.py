@@ -8,7 +8,13 @@ from typing import Any
 
 import httpx
 
-from ultron.providers.base import EmbedKind, ProviderError, check_vectors, normalize_rows
+from ultron.providers.base import (
+    EmbedKind,
+    ProviderError,
+    check_vectors,
+    normalize_rows,
+    retry_after_seconds,
+)
 from ultron.providers.retry import RetryPolicy
 
 PROVIDER = "openai"
@@ -45,6 +51,7 @@ class _JsonClient:
                 f"{path} answered {response.status_code}: {detail}",
                 kind="http",
                 status_code=response.status_code,
+                retry_after=retry_after_seconds(response.headers.get("retry-after")),
             )
         try:
             return response.json()

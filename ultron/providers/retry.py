@@ -17,6 +17,9 @@ T = TypeVar("T")
 # No single wait longer than this, however many retries are configured: past it a caller is better
 # served by the error than by a request thread parked for minutes.
 MAX_BACKOFF_S = 30.0
+# A provider that asks for a longer pause than this (Retry-After) is not retried in the call: the
+# error (and its Retry-After) goes back to the caller.
+MAX_RETRY_AFTER_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -38,7 +41,9 @@ class RetryPolicy:
             except ProviderError as exc:
                 if not exc.retryable or attempt == self.max_retries:
                     raise
-                delay = min(self.base_delay * 2**attempt, MAX_BACKOFF_S)
+                if exc.retry_after is not None and exc.retry_after > MAX_RETRY_AFTER_S:
+                    raise
+                delay = min(max(self.base_delay * 2**attempt, exc.retry_after or 0.0), MAX_BACKOFF_S)
                 logger.warning(
                     "%s failed (%s, status %s); retry %d/%d in %.2fs",
                     exc.provider,

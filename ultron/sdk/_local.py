@@ -9,6 +9,7 @@ from uuid import UUID
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from ultron import validation
 from ultron.clusters import views as cluster_views
 from ultron.clusters.schemas import ClusterDetail, ClusterSummary
 from ultron.companion.schemas import Brief, Dream, ReflectionRequest, ReflectionResult
@@ -74,6 +75,7 @@ class LocalBackend:
         return self._run(lambda s, a: self.hub.memory.upload(s, a, req))
 
     def search(self, query: str, **options: Any) -> list[SearchResult]:
+        validation.check_text(query, "query", max_chars=validation.MAX_QUERY_CHARS)
         return self._run(lambda s, a: self.hub.memory.search(s, a, query, **options))
 
     def details(self, ids: list[UUID]) -> list[MemoryRecord]:
@@ -98,6 +100,8 @@ class LocalBackend:
         return self._run(lambda s, a: self.hub.memory.stats(s, a))
 
     def brief(self, task: str | None, max_tokens: int | None) -> Brief:
+        if task is not None:
+            validation.check_text(task, "task", max_chars=validation.MAX_TASK_CHARS)
         return self._run(lambda s, a: self.hub.companion.brief(s, a, task, max_tokens))
 
     def pin(self, memory_id: UUID, pinned: bool) -> MemoryRecord:

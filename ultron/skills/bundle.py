@@ -15,6 +15,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path, PurePosixPath
 
 from ultron.errors import PayloadTooLarge, ValidationFailed
+from ultron.validation import BIDI_CONTROLS
 
 SKILL_MD = "SKILL.md"
 MAX_FILES = 100  # files in one skill, SKILL.md included
@@ -22,6 +23,7 @@ MAX_TOTAL_BYTES = 5 * 1024 * 1024  # UTF-8 bytes of all files together (uncompre
 MAX_PATH_CHARS = 255
 ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)  # fixed entry times: the same skill always zips to the same bytes
 _BAD_CHARS = re.compile(r"[\x00-\x1f\x7f\\:*?\"<>|]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 SKIPPED_DIRS = {"__pycache__", "node_modules"}
 
 
@@ -31,6 +33,9 @@ def check_path(path: str) -> str:
         raise ValidationFailed(f"file path {path[:80]!r} must have 1..{MAX_PATH_CHARS} characters")
     if _BAD_CHARS.search(path):
         raise ValidationFailed(f"file path {path!r} has a backslash, colon, wildcard or control character")
+    if any(ch in BIDI_CONTROLS for ch in path) or _SURROGATE.search(path):
+        shown = path.encode("unicode_escape").decode()
+        raise ValidationFailed(f"file path {shown!r} has a bidirectional control or an invalid character")
     if path.startswith("/"):
         raise ValidationFailed(f"file path {path!r} is absolute; paths are relative to the skill folder")
     for part in path.split("/"):

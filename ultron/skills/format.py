@@ -10,6 +10,7 @@ from typing import Any
 
 import yaml
 
+from ultron import safe_yaml
 from ultron.errors import ValidationFailed
 
 _SLUG_DROP = re.compile(r"[^a-z0-9\u4e00-\u9fff]+")
@@ -86,6 +87,10 @@ def render(doc: SkillDoc) -> str:
     return f"---\n{front}metadata: {meta}\n---\n\n{doc.body.strip()}\n"
 
 
+# A SKILL.md, front matter and body, is at most this large (its front matter at most 64 KB).
+MAX_SKILL_MD_BYTES = 1024 * 1024
+
+
 def parse(text: str) -> SkillDoc:
     """Read a SKILL.md back (front matter parsed as YAML; the JSON metadata line is valid YAML)."""
     text = text.lstrip("\ufeff")
@@ -94,10 +99,9 @@ def parse(text: str) -> SkillDoc:
     end = text.find("\n---\n", 4)
     if end < 0:
         raise ValidationFailed("SKILL.md front matter is not closed by '---'")
-    try:
-        front = yaml.safe_load(text[4:end]) or {}
-    except yaml.YAMLError as exc:
-        raise ValidationFailed(f"SKILL.md front matter is not valid YAML: {exc}") from None
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_SKILL_MD_BYTES:
+        raise ValidationFailed(f"SKILL.md is larger than {MAX_SKILL_MD_BYTES} bytes")
+    front = safe_yaml.load(text[4:end], "SKILL.md front matter") or {}
     if not isinstance(front, dict) or not str(front.get("name") or "").strip():
         raise ValidationFailed("SKILL.md front matter needs a name")
     metadata = front.get("metadata") or {}

@@ -12,8 +12,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
-import yaml
-
+from ultron import safe_yaml
 from ultron.errors import ValidationFailed
 from ultron.providers.tokens import count_tokens, truncate_to_tokens
 from ultron.skills import evolve
@@ -131,8 +130,8 @@ def _from_front_matter(text: str) -> Answer | None:
     text = "---\n" + _drop_open_fence(text[start.end() :]) + "\n"
     try:
         doc = parse(text)
-        front = yaml.safe_load(text[4 : text.find("\n---\n", 4)]) or {}
-    except (ValidationFailed, yaml.YAMLError):
+        front = safe_yaml.load(text[4 : text.find("\n---\n", 4)]) or {}
+    except ValidationFailed:
         return None
     return Answer(doc, isinstance(front, dict) and front.get("topic_changed") is True)
 

@@ -8,6 +8,7 @@ from uuid import UUID
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from ultron.authz import require_owner
 from ultron.db.models import MemorySource, SessionMessage, SessionRecord, TaskSegment
 from ultron.errors import Conflict, NotFound
 from ultron.ingestion.schemas import MessageInfo, SegmentInfo, SessionDetail, SessionInfo
@@ -168,6 +169,7 @@ def session_messages(
 def reprocess_session(session: Session, actor: Actor, session_id: UUID) -> SessionInfo:
     """Queue a session for segmentation again (unchanged segments keep their scores and memories)."""
     record = _record(session, actor, session_id, lock=True)
+    require_owner(actor, record.agent_id, f"session {session_id}")
     queue_segmentation(record)
     session.flush()
     session.refresh(record)
@@ -216,6 +218,8 @@ def show_segment(session: Session, actor: Actor, segment_id: UUID) -> SegmentInf
 def reprocess_segment(session: Session, actor: Actor, segment_id: UUID) -> SegmentInfo:
     """Score (and, if good enough, extract) the segment again; extraction merges into its own memories."""
     segment = _segment(session, actor, segment_id, lock=True)
+    owner = session.get(SessionRecord, segment.session_id)
+    require_owner(actor, owner.agent_id if owner else None, f"task segment {segment_id}")
     if segment.stage == "superseded":
         raise Conflict(f"task segment {segment_id} was superseded by a newer segmentation")
     segment.stage, segment.attempts, segment.parked_at, segment.last_error = "score", 0, None, None

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from ultron import safe_yaml
 from ultron.db.models import Agent, Memory, MemoryContribution
 from ultron.errors import UltronError, ValidationFailed
 from ultron.memory import fulltext
@@ -147,10 +148,7 @@ def parse(text: str) -> tuple[FrontMatter, str]:
     end = text.find(f"\n{FRONT}", len(FRONT) - 1)
     if end < 0:
         raise ValidationFailed("unterminated YAML front matter")
-    try:
-        props = yaml.safe_load(text[len(FRONT) : end + 1]) or {}
-    except yaml.YAMLError as exc:
-        raise ValidationFailed(f"invalid YAML: {exc}") from None
+    props = safe_yaml.load(text[len(FRONT) : end + 1], "front matter") or {}
     if not isinstance(props, dict):
         raise ValidationFailed("front matter is not a mapping")
     try:

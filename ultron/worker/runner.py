@@ -38,6 +38,7 @@ from ultron.worker import queues
 from ultron.worker.consolidate import ConsolidationCounts, Consolidator
 from ultron.worker.queues import EXTRACT, SCORE, SEGMENT, Leased, LeasePolicy, Queue
 from ultron.worker.rebalance import add_counts, rebalance_tenant, tenant_ids
+from ultron.worker.status import ALIVE_LEASES, mark_abandoned_runs
 
 log = logging.getLogger(__name__)
 
@@ -285,6 +286,7 @@ class Worker:
         with self.db.session() as session:
             stmt = insert(WorkerProcess).values(id=self.id, hostname=host, pid=os.getpid())
             session.execute(stmt.on_conflict_do_update(index_elements=["id"], set_={"stopped_at": None}))
+            mark_abandoned_runs(session, self.policy.lease_seconds * ALIVE_LEASES, keep=self.id)
 
     def _unregister(self) -> None:
         with self.db.session() as session:
@@ -304,6 +306,7 @@ class Worker:
                 .values(heartbeat_at=datetime.now(UTC), current_step=self._current_step)
             )
             queues.heartbeat(session, self.id, self.policy.lease_seconds)
+            mark_abandoned_runs(session, self.policy.lease_seconds * ALIVE_LEASES, keep=self.id)
 
     def _heartbeat_loop(self, done: threading.Event) -> None:
         interval = max(self.policy.lease_seconds / 3.0, 0.5)

@@ -7,7 +7,7 @@ from typing import Any
 from uuid import UUID
 
 from pydantic import BaseModel, Field
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session
 
 from ultron.db.models import WorkerProcess
@@ -108,3 +108,26 @@ def worker_status(
             for r in session.execute(q("parked_items"), {"tenant_id": tenant_id, "limit": parked})
         ],
     )
+
+
+_MARK_ABANDONED = text(
+    """
+    UPDATE worker_runs r
+    SET status = 'interrupted', finished_at = now(),
+        errors = r.errors || '["abandoned: its worker stopped heartbeating (killed?)"]'::jsonb
+    WHERE r.status = 'running' AND r.worker_id <> :keep
+      AND NOT EXISTS (
+          SELECT 1 FROM workers w
+          WHERE w.id = r.worker_id AND w.stopped_at IS NULL
+            AND w.heartbeat_at > now() - make_interval(secs => :stale)
+      )
+    """
+)
+
+
+def mark_abandoned_runs(session: Session, stale_seconds: float, *, keep: str = "") -> int:
+    """Runs left `running` by a worker that is gone (SIGKILL, a crash, a lost host): marked `interrupted`
+    once its heartbeat is `stale_seconds` old. Every live worker does this on start and each heartbeat.
+    Returns how many it marked."""
+    result = session.execute(_MARK_ABANDONED, {"keep": keep, "stale": stale_seconds})
+    return int(result.rowcount or 0)  # type: ignore[attr-defined]

@@ -1,0 +1,83 @@
+"""MCP tool errors: the REST rules and messages, as tool errors; never SQL, parameters or tracebacks.
+
+A tool call is checked by the shared validation layer (ultron/validation.py) before it runs: every text
+argument free of NUL and lone surrogates, the search query and the brief's task within REST's 4,000
+characters. A typed error (UltronError) becomes a tool error with REST's `error: detail`; a provider
+failure the same words as REST's 503; anything else "internal error (request id ...)", the detail
+logged under that id.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+from mcp.server.fastmcp.exceptions import ToolError
+from pydantic import ValidationError
+from sqlalchemy.exc import DataError, OperationalError
+
+from ultron import validation
+from ultron.errors import UltronError
+from ultron.providers.base import ProviderError
+
+log = logging.getLogger(__name__)
+
+# Methods whose first argument is free text with a REST length cap.
+_TEXT_LIMITS = {
+    "search": ("query", validation.MAX_QUERY_CHARS),
+    "search_skills": ("query", validation.MAX_QUERY_CHARS),
+    "brief": ("task", validation.MAX_TASK_CHARS),
+}
+
+
+# The name of a method's first positional argument, for messages.
+_FIRST_ARG = {
+    "search": "query",
+    "search_skills": "query",
+    "brief": "task",
+    "ingest_text": "text",
+    "get_skill": "slug",
+}
+
+
+def validate_call(method: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> None:
+    for i, arg in enumerate(args):
+        name = _FIRST_ARG.get(method, "argument") if i == 0 else f"argument {i + 1}"
+        validation.check_all(arg, "" if isinstance(arg, dict | list) or hasattr(arg, "model_dump") else name)
+    validation.check_all(dict(kwargs))
+    if method in _TEXT_LIMITS and args and isinstance(args[0], str):
+        name, limit = _TEXT_LIMITS[method]
+        validation.check_text(args[0], name, max_chars=limit)
+
+
+@contextmanager
+def tool_errors() -> Iterator[None]:
+    try:
+        yield
+    except ToolError:
+        raise
+    except UltronError as exc:
+        raise ToolError(f"{exc.error}: {exc.detail}") from None
+    except ProviderError as exc:
+        from ultron.api.errors import provider_unavailable
+
+        typed = provider_unavailable(exc)
+        raise ToolError(f"{typed.error}: {typed.detail}") from None
+    except DataError:
+        raise ToolError("validation_error: a value is out of range or cannot be stored") from None
+    except OperationalError:
+        raise ToolError("database_unavailable: the database is unavailable; try again") from None
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg')}" for e in exc.errors()
+        )
+        raise ToolError(f"validation_error: {problems}") from None
+    except Exception as exc:
+        from ultron.ops.logs import request_id_var
+
+        rid = request_id_var.get() or uuid.uuid4().hex
+        log.error("MCP tool failed (request id %s)", rid, exc_info=exc)
+        raise ToolError(f"internal_error: an internal error occurred (request id {rid})") from None
