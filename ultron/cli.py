@@ -463,8 +463,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_bench)
 
     from ultron.clusters.bench import add_parser as add_cluster_bench_parser
+    from ultron.clusters.calibration import add_parser as add_cluster_calibration_parser
 
     add_cluster_bench_parser(sub)
+    add_cluster_calibration_parser(sub)
 
     from ultron.worker.cli import add_parsers as add_worker_parsers
 

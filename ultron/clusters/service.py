@@ -1,12 +1,17 @@
 """Knowledge clusters in the database.
 
-A new memory joins the nearest cluster when the cosine to the cluster's exact mean reaches
-`settings.cluster_threshold`, else it starts a cluster. Candidates come from one HNSW probe on the
-indexed `centroid` (`nearest_clusters`); the join is decided on the exact mean, re-read under the
-cluster's row lock. The mean (`mean`, not normalized, not indexed; its length in `centroid_norm`) is kept
-incrementally, so a member can also leave exactly, without re-reading the others. The indexed centroid
-is the mean's direction as of its last refresh, rewritten only when the mean has drifted past
-CENTROID_DRIFT_COSINE: most joins then update no indexed column (a HOT update, no HNSW insert).
+A new memory joins the cluster to whose members it is closest on average -- its average cosine to them,
+`join_score`, the inner product with their exact mean -- when that reaches `settings.cluster_threshold`,
+else it starts a cluster. Not the cosine to the mean's direction: the mean of many different vectors is
+short and points at what they have in common, so its direction is close to everything of the same
+domain and one catch-all cluster swallowed every topic (measured with `ultron cluster-calibration`,
+docs/skills.md). The average cosine does not grow as a cluster spreads. Candidates come from one HNSW
+probe on the indexed `centroid` (`nearest_clusters`); the join is decided on the exact mean, re-read
+under the cluster's row lock. The mean (`mean`, not normalized, not indexed; its length in
+`centroid_norm`) is kept incrementally, so a member can also leave exactly, without re-reading the
+others. The indexed centroid is the mean's direction as of its last refresh, rewritten only when the
+mean has drifted past CENTROID_DRIFT_COSINE: most joins then update no indexed column (a HOT update,
+no HNSW insert).
 """
 
 from __future__ import annotations
@@ -38,6 +43,11 @@ SIM_TOLERANCE = 1e-6
 # at most once per ~n/15 joins). A power-of-two rule on member_count would refresh too often when members
 # agree and too late when a few outliers pull the mean; the cosine is what the probe's ranking depends on.
 CENTROID_DRIFT_COSINE = 0.999
+# A skill is distilled from its cluster's core: members whose average cosine to the other members is
+# at least the join threshold plus this margin. A member that joined a cluster when its mean was
+# elsewhere, or sits on the border of two topics, stays a member but is not cited (measured on the topic
+# set with `ultron cluster-calibration`, the "mixed core" column; docs/skills.md).
+CORE_MARGIN = 0.005
 PROBE_CANDIDATES = 4  # HNSW candidates re-ranked on the exact mean (the walk computes ef_search anyway)
 TOPIC_WORDS = 4
 TOPIC_SAMPLE = 20
@@ -59,6 +69,11 @@ def unit(vector: Any) -> np.ndarray:
     v = np.asarray(vector, dtype=np.float64)
     norm = float(np.linalg.norm(v))
     return v / norm if norm > 0 else v
+
+
+def join_score(v: np.ndarray, mean: Any) -> float:
+    """The average cosine of the unit vector `v` to a cluster's members: `v` . their mean."""
+    return float(np.asarray(mean, dtype=np.float64) @ v)
 
 
 def _mean_of(cluster: KnowledgeCluster) -> np.ndarray:
@@ -114,7 +129,8 @@ class ClusterService:
     # --- membership ------------------------------------------------------------------------------
 
     def assign(self, session: Session, tenant_id: UUID, memory_id: UUID, vector: Any) -> UUID:
-        """Join the nearest cluster at or above the threshold, else start one; in the caller's transaction."""
+        """Join the closest cluster (`join_score`) at or above the threshold, else start one; in the
+        caller's transaction."""
         v = unit(vector)
         rows = session.execute(
             q("nearest_clusters"),
@@ -128,7 +144,7 @@ class ClusterService:
             cluster = session.get(KnowledgeCluster, best.id, with_for_update=True, populate_existing=True)
             if cluster is not None and (cluster.member_count == 0 or cluster.mean is None):
                 cluster = None  # emptied since the probe
-            elif cluster is not None and float(unit(cluster.mean) @ v) < floor:
+            elif cluster is not None and join_score(v, cluster.mean) < floor:
                 cluster = None  # its mean moved away since the probe (the exact check, under the lock)
         if cluster is None:
             cluster = KnowledgeCluster(tenant_id=tenant_id, member_count=0, centroid_norm=0.0)
@@ -219,13 +235,22 @@ class ClusterService:
         return [r.id for r in rows]
 
     def get_cluster_memories(
-        self, session: Session, tenant_id: UUID, cluster_id: UUID, limit: int = 20
+        self, session: Session, tenant_id: UUID, cluster_id: UUID, limit: int = 20, core: bool = False
     ) -> list[dict[str, Any]]:
-        """A bounded, representative sample of the members (closest to the centroid first)."""
+        """A bounded, representative sample of the members (closest to the centroid first); with
+        `core`, only the cohesive ones (`in_core`)."""
         rows = session.execute(
             q("cluster_memories"), {"tenant_id": tenant_id, "cluster_id": cluster_id, "limit": limit}
         ).all()
-        return [dict(r._mapping) for r in rows]
+        members = [dict(r._mapping) for r in rows]
+        return [m for m in members if self.in_core(m)] if core else members
+
+    def in_core(self, member: dict[str, Any]) -> bool:
+        """Whether a member's average cosine to the other members reaches threshold + CORE_MARGIN (a
+        member whose vector was cleared by a re-embed cannot be judged and is kept)."""
+        cohesion = member.get("cohesion")
+        floor = self.settings.cluster_threshold + CORE_MARGIN - SIM_TOLERANCE
+        return cohesion is None or float(cohesion) >= floor
 
     def get_revision_sample(
         self,
@@ -245,12 +270,13 @@ class ClusterService:
             "cited": sorted(set(cited)),
             "limit": limit,
         }
-        return [dict(r._mapping) for r in session.execute(q("cluster_memories_for_revision"), params).all()]
+        rows = session.execute(q("cluster_memories_for_revision"), params).all()
+        return [m for m in (dict(r._mapping) for r in rows) if self.in_core(m)]
 
     def name_topic(self, session: Session, tenant_id: UUID, cluster_id: UUID) -> str:
         """The chat model names the topic from a bounded sample; offline, or when its answer is unusable,
         the top keywords of the same sample."""
-        members = self.get_cluster_memories(session, tenant_id, cluster_id, TOPIC_SAMPLE)
+        members = self.get_cluster_memories(session, tenant_id, cluster_id, TOPIC_SAMPLE, core=True)
         topic = self._llm_topic(members) if members else None
         if topic is None:
             topic = topic_keywords(" ".join([m["content"], m["context"], *m["tags"]]) for m in members)
