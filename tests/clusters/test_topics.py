@@ -67,9 +67,28 @@ def test_the_old_rule_made_a_catch_all_cluster(local_vectors):
     assert old_purity < 0.5 < calibration.score(new, LABELS, local_vectors, 0.88)[0]
 
 
-def test_uploads_cluster_by_topic_and_skills_cite_only_their_topic(make_hub):
+def test_uploads_cluster_by_topic_and_skills_cite_only_their_topic(make_hub, local_vectors, monkeypatch):
     """Through the real upload path and the evolution cycle, default local model and its threshold
-    (near-duplicate merging kept out of the way: every memory here is distinct)."""
+    (near-duplicate merging kept out of the way: every memory here is distinct). The model's vectors of
+    the set's texts were computed in batches by the fixture; the upload path's one-text calls are served
+    those same vectors (one text at a time costs ~2 s each on a loaded 2-core box), any other text goes
+    to the model."""
+    from ultron.memory.text import embedding_text
+    from ultron.providers.local import LocalEmbedder
+
+    known = {
+        embedding_text(r["content"], r["context"], r["resolution"]): v.tolist()
+        for r, v in zip(TOPICS, local_vectors, strict=True)
+    }
+    model_embed = LocalEmbedder.embed
+
+    def embed(self, texts, *, kind="document"):  # type: ignore[no-untyped-def]
+        texts = list(texts)
+        if kind == "document" and texts and all(t in known for t in texts):
+            return [known[t] for t in texts]
+        return model_embed(self, texts, kind=kind)
+
+    monkeypatch.setattr(LocalEmbedder, "embed", embed)
     hub = make_hub(
         embedding_provider="local",
         cluster_similarity_threshold=None,
