@@ -24,8 +24,8 @@ DEFAULT_DEDUP_THRESHOLDS: dict[str, tuple[float, float]] = {
 }
 # The cluster join threshold is on the average cosine to a cluster's members (ultron/clusters/service.py).
 # local and hash: `ultron cluster-calibration` on ultron/clusters/data/cluster_topics.jsonl (88 memories,
-# 11 topics, 10 upload orders), the lowest threshold whose worst purity is >= 0.92 (local: 0.932, mean
-# 0.947; hash at 0.3: worst 0.909, the lowest >= 0.9 -- at 0.35 almost nothing reaches 5 members).
+# 11 topics, 10 upload orders), the lowest threshold whose worst purity is >= 0.9 with no ready cluster
+# whose core mixes topics (local: worst 0.932, mean 0.947; hash: worst 0.909, mean 0.933).
 # dashscope / openai cannot be measured offline: the old centroid-cosine 0.75 times a typical mean length
 # of 0.8; run the command with the provider configured to measure them (docs/skills.md).
 DEFAULT_CLUSTER_THRESHOLDS: dict[str, float] = {

@@ -127,3 +127,26 @@ def test_uploads_cluster_by_topic_and_skills_cite_only_their_topic(make_hub, loc
             }
             assert cited and cited <= members, skill.name
             assert len({prefix[c] for c in cited}) == 1, (skill.name, sorted(prefix[c] for c in cited))
+
+
+def test_the_calibration_command_prints_the_table_and_marks_the_default(capsys):
+    from ultron.cli import main
+
+    assert (
+        main(
+            [
+                "cluster-calibration",
+                "--embedding-provider",
+                "hash",
+                "--thresholds",
+                "0.1,0.3",
+                "--orders",
+                "3",
+            ]
+        )
+        == 0
+    )
+    out = capsys.readouterr().out
+    assert "88 memories, 11 topics, 3 upload orders; provider hash" in out
+    rows = {line.split(" | ")[0].strip("| *"): line for line in out.splitlines() if line.startswith("| 0.")}
+    assert set(rows) == {"0.1", "0.3"} and "*" in rows["0.3"] and "*" not in rows["0.1"]
