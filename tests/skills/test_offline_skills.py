@@ -134,6 +134,8 @@ def test_offline_topic_names_have_no_stop_words_and_no_repeats():
     words = topic_keywords(texts).split()
     assert not set(words) & STOP and "build-cache" not in words and "builds" not in words
     assert "dockerfile" not in words
+    assert topic_keywords(["rebase conflicts while rebasing", "a rebase conflict again"]) == "conflict rebase"
     # the "Build Build-Cache Docker Cache" and "Git Docker After Because"
     assert evolve.skill_name("build build-cache docker cache") == "Build Docker Cache"
     assert evolve.skill_name("git docker after because") == "Git Docker"
+    assert evolve.skill_name("rebase conflict git rebasing") == "Rebase Conflict Git"

@@ -118,24 +118,38 @@ def _set_mean(cluster: KnowledgeCluster, mean: np.ndarray, count: int) -> None:
     cluster.updated_at = datetime.now(UTC)
 
 
-def _variants(word: str) -> set[str]:
-    """A word, its parts ("build-cache": build, cache) and their singulars: one topic word per stem."""
-    parts = {word, *(p for p in _PARTS.split(word) if p)}
-    return parts | {p[:-1] for p in parts if len(p) > 3 and p.endswith("s")}
+_SUFFIX = re.compile(r"(?:ing|ed|es|s|e)$")
+
+
+def stem(word: str) -> str:
+    """A crude English stem, enough to tell that two topic words repeat one ("rebase", "rebasing")."""
+    w = word.lower()
+    return _SUFFIX.sub("", w) if len(w) > 4 else w
+
+
+def word_variants(word: str) -> set[str]:
+    """A word, its parts ("build-cache": build, cache) and their stems: one topic word per stem."""
+    parts = {word.lower(), *(p for p in _PARTS.split(word.lower()) if p)}
+    return parts | {stem(p) for p in parts}
 
 
 def topic_keywords(texts: Iterable[str], k: int = TOPIC_WORDS) -> str:
     """Offline topic: the words that occur in the most members (document frequency), ties alphabetical;
     no stop or generic word, and no word that repeats another ("build" then not "build-cache", "builds";
     "docker" then not "dockerfile")."""
-    df: Counter[str] = Counter()
+    df: Counter[str] = Counter()  # members per stem ("conflict" and "conflicts" count once)
+    forms: dict[str, Counter[str]] = {}  # the stem's spellings; the commonest (then shortest) names it
     for t in texts:
         words = {w.strip(".-+#") for w in _WORD.findall(t.lower())}
-        df.update(w for w in words if len(w) > 2 and w not in NAME_STOPWORDS and not w.isdigit())
+        words = {w for w in words if len(w) > 2 and w not in NAME_STOPWORDS}
+        for w in words:
+            forms.setdefault(stem(w), Counter())[w] += 1
+        df.update({stem(w) for w in words})
+    ranked = [(n, min(forms[s], key=lambda w: (-forms[s][w], len(w), w))) for s, n in df.items()]
     picked: list[str] = []
     seen: set[str] = set()
-    for word, _ in sorted(df.items(), key=lambda kv: (-kv[1], kv[0])):
-        variants = _variants(word)
+    for _, word in sorted(ranked, key=lambda nw: (-nw[0], nw[1])):
+        variants = word_variants(word)
         if variants & seen or variants <= NAME_STOPWORDS or any(word.startswith(p) for p in picked):
             continue  # "dockerfile" after "docker" repeats it too
         picked.append(word)

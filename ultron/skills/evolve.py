@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ultron.clusters.service import word_variants
 from ultron.skills.format import SkillDoc
 
 CITE = re.compile(r"\[m:([0-9a-f]{8})\]")
@@ -59,7 +60,7 @@ def skill_name(topic: str) -> str:
     seen: set[str] = set()
     for word in _NAME_SPLIT.split(topic.strip()):
         key = word.lower().strip(".-'\"")
-        parts = {key, *(p for p in re.split(r"[-_.]+", key) if p)}
+        parts = word_variants(key) if key else set()
         if not key or parts & seen or key in _NAME_DROP:
             continue  # "build-cache" after "build" repeats it
         seen |= parts
@@ -95,9 +96,9 @@ def synthesize(topic: str, members: list[dict[str, Any]]) -> SkillDoc:
     lines = [
         f"# {name}",
         "",
-        f"{OFFLINE_NOTE}: the symptoms that agents met with {title} and the fix that worked for each, "
-        f"from {len(members)} memories. The fixes are alternatives, not a sequence: use the one whose "
-        "symptom matches yours.",
+        f'{OFFLINE_NOTE} from {len(members)} memories that agents shared about "{title}": each entry is '
+        "a symptom one of them met and the fix that worked for it. The fixes are alternatives, not a "
+        "sequence: use the one whose symptom matches yours.",
         "",
         "## When to use",
         "",
@@ -120,8 +121,8 @@ def synthesize(topic: str, members: list[dict[str, Any]]) -> SkillDoc:
         else:
             lines.append(f"- {SEEN} {_clip(symptom)}{more} {cites}")
     description = (
-        f"Symptoms of {title} and the fix that worked for each ({len(order)} from {len(members)} "
-        f"memories); {OFFLINE_NOTE.lower()}."
+        f"{name}: {len(order)} symptoms and the fix that worked for each, from {len(members)} agent "
+        f"memories ({OFFLINE_NOTE.lower()})."
     )
     metadata = {"topic": title, "memories": [str(m["id"]) for m in members], "synthesis": "offline"}
     return SkillDoc(name=name, description=description, body="\n".join(lines), metadata=metadata)
