@@ -45,6 +45,19 @@ def test_purity_at_the_default_local_threshold_in_every_upload_order(local_vecto
     assert row.ready >= 2, row
 
 
+def test_held_out_topics_alone_and_mixed_in_stay_pure_at_the_default(local_vectors):
+    """Six topics written after the threshold was chosen: alone, and uploaded among the 88."""
+    heldout = calibration.load_topics(calibration.HELDOUT_PATH)
+    vectors = calibration.embed_topics(build_embedder(Settings(embedding_provider="local")), heldout)
+    threshold = Settings(embedding_provider="local").cluster_threshold
+    labels = [r["topic"] for r in heldout]
+    assert not set(labels) & set(LABELS)
+    (alone,) = calibration.sweep(vectors, labels, [threshold])
+    (mixed,) = calibration.sweep(np.vstack([local_vectors, vectors]), LABELS + labels, [threshold])
+    for row in (alone, mixed):
+        assert row.purity_min >= 0.9 and row.mixed_core == 0, row
+
+
 def test_the_old_rule_made_a_catch_all_cluster(local_vectors):
     """The cosine to the mean's direction at the old 0.88 put most topics in one cluster (the defect):
     the mean of many memories points at what they share and is close to all of them."""
@@ -148,6 +161,6 @@ def test_the_calibration_command_prints_the_table_and_marks_the_default(capsys):
         == 0
     )
     out = capsys.readouterr().out
-    assert "88 memories, 11 topics, 3 upload orders; provider hash" in out
+    assert "calibration set: 88 memories, 11 topics, 3 upload orders; provider hash" in out
     rows = {line.split(" | ")[0].strip("| *"): line for line in out.splitlines() if line.startswith("| 0.")}
     assert set(rows) == {"0.1", "0.3"} and "*" in rows["0.3"] and "*" not in rows["0.1"]

@@ -33,6 +33,9 @@ import numpy as np
 from ultron.clusters.service import CORE_MARGIN, PROBE_CANDIDATES, join_score, unit
 
 TOPICS_PATH = Path(__file__).parent / "data" / "cluster_topics.jsonl"
+# Six more topics, written after the thresholds were chosen and never used to choose them.
+HELDOUT_PATH = Path(__file__).parent / "data" / "cluster_topics_heldout.jsonl"
+SETS = {"calibration": (TOPICS_PATH,), "heldout": (HELDOUT_PATH,), "all": (TOPICS_PATH, HELDOUT_PATH)}
 TARGET_PURITY = 0.9  # the worst order's purity
 ORDERS = 10
 SEED = 5
@@ -165,7 +168,7 @@ def run_command(args: argparse.Namespace) -> int:
 
     overrides = {"embedding_provider": args.embedding_provider} if args.embedding_provider else {}
     settings = Settings(**overrides)  # type: ignore[arg-type]
-    topics = load_topics()
+    topics = [row for path in SETS[args.set] for row in load_topics(path)]
     labels = [r["topic"] for r in topics]
     vectors = embed_topics(build_embedder(settings), topics)
     rows = sweep(vectors, labels, _grid(args.thresholds, settings.cluster_threshold), args.orders)
@@ -174,7 +177,7 @@ def run_command(args: argparse.Namespace) -> int:
         print(json.dumps({"rows": [asdict(r) for r in rows], "chosen": chosen}))
         return 0
     print(
-        f"{len(topics)} memories, {len(set(labels))} topics, {args.orders} upload orders; "
+        f"{args.set} set: {len(topics)} memories, {len(set(labels))} topics, {args.orders} upload orders; "
         f"provider {settings.embedding_provider}, join threshold in use {settings.cluster_threshold}"
     )
     print(
@@ -204,6 +207,12 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument(
         "--thresholds", help="LO:HI:STEP or a comma list (default: around the model's threshold in use)"
+    )
+    p.add_argument(
+        "--set",
+        choices=sorted(SETS),
+        default="calibration",
+        help="calibration (the thresholds were chosen on it), heldout (six other topics), or all of them",
     )
     p.add_argument("--orders", type=int, default=ORDERS, help=f"shuffled upload orders (default {ORDERS})")
     p.add_argument("--json", action="store_true", help="print the rows as JSON")
