@@ -21,7 +21,6 @@ from ultron.skills.format import SkillDoc
 
 CITE = re.compile(r"\[m:([0-9a-f]{8})\]")
 STEP = re.compile(r"^\s*\d+\.\s+(.*)$", re.MULTILINE)
-MAX_STEPS = 8
 MIN_STEPS = 3
 MIN_BODY_CHARS = 300
 FIELD_CHARS = 240
