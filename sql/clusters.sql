@@ -2,9 +2,10 @@
 
 -- name: nearest_clusters
 -- The :limit closest non-empty centroids of the tenant, through the HNSW index on
--- knowledge_clusters.centroid (refreshed only when it drifts), each with the EXACT cosine to the
--- cluster's mean (unindexed): assignment re-ranks on it and decides the join on it.
-SELECT c.id, 1 - (c.mean <=> CAST(:v AS vector)) AS similarity
+-- knowledge_clusters.centroid (refreshed only when it drifts), each with the EXACT average cosine of
+-- the unit vector :v to the cluster's members: the inner product with their mean (unindexed, not
+-- normalized). Assignment re-ranks on it and decides the join on it.
+SELECT c.id, -(c.mean <#> CAST(:v AS vector)) AS similarity
 FROM knowledge_clusters c
 WHERE c.tenant_id = :tenant_id AND c.member_count > 0 AND c.centroid IS NOT NULL AND c.mean IS NOT NULL
 ORDER BY c.centroid <=> CAST(:v AS vector)
@@ -13,10 +14,10 @@ LIMIT :limit
 -- name: nearest_clusters_exact
 -- The reference implementation, for `ultron bench-clusters` only: the exact mean of every cluster of the
 -- tenant compared with the vector (a sequential pass; the bench turns index scans off).
-SELECT c.id, 1 - (c.mean <=> CAST(:v AS vector)) AS similarity
+SELECT c.id, -(c.mean <#> CAST(:v AS vector)) AS similarity
 FROM knowledge_clusters c
 WHERE c.tenant_id = :tenant_id AND c.member_count > 0 AND c.mean IS NOT NULL
-ORDER BY c.mean <=> CAST(:v AS vector)
+ORDER BY c.mean <#> CAST(:v AS vector)
 LIMIT 1
 
 -- name: clusters_ready_to_crystallize
@@ -48,8 +49,13 @@ LIMIT :limit
 
 -- name: cluster_memories
 -- A bounded, representative sample: the members closest to the centroid first (the exact mean's
--- direction: the cosine distance ignores its length).
-SELECT m.id, m.memory_type, m.content, m.context, m.resolution, m.summary_l0, m.tags
+-- direction: the cosine distance ignores its length). `cohesion`: the member's average cosine to the
+-- OTHER members, from the exact mean of unit vectors ((n * mean . e - 1) / (n - 1)); NULL when the
+-- vectors were cleared by a re-embed.
+SELECT m.id, m.memory_type, m.content, m.context, m.resolution, m.summary_l0, m.tags,
+       CASE WHEN c.member_count > 1
+            THEN (c.member_count * -(c.mean <#> cm.embedding) - 1) / (c.member_count - 1)
+            ELSE 1 END AS cohesion
 FROM cluster_members cm
 JOIN knowledge_clusters c ON c.id = cm.cluster_id
 JOIN memories m ON m.id = cm.memory_id
@@ -115,8 +121,12 @@ LIMIT :limit
 -- name: cluster_memories_for_revision
 -- The sample a recrystallization sees: members that joined after the current version first, then the
 -- members the current version cites (8-hex id prefixes), then the rest closest to the centroid.
+-- `cohesion` as in cluster_memories.
 SELECT m.id, m.memory_type, m.content, m.context, m.resolution, m.summary_l0, m.tags,
-       cm.joined_at > :since AS is_new
+       cm.joined_at > :since AS is_new,
+       CASE WHEN c.member_count > 1
+            THEN (c.member_count * -(c.mean <#> cm.embedding) - 1) / (c.member_count - 1)
+            ELSE 1 END AS cohesion
 FROM cluster_members cm
 JOIN knowledge_clusters c ON c.id = cm.cluster_id
 JOIN memories m ON m.id = cm.memory_id

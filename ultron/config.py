@@ -22,13 +22,17 @@ DEFAULT_DEDUP_THRESHOLDS: dict[str, tuple[float, float]] = {
     "local": (0.96424, 0.92067),
     "hash": (0.59149, 0.32897),
 }
+# The cluster join threshold is on the average cosine to a cluster's members (ultron/clusters/service.py).
+# local and hash: `ultron cluster-calibration` on ultron/clusters/data/cluster_topics.jsonl (88 memories,
+# 11 topics, 10 upload orders), the lowest threshold whose worst purity is >= 0.9 with no ready cluster
+# whose core mixes topics (local: worst 0.932, mean 0.947; hash: worst 0.909, mean 0.933).
+# dashscope / openai cannot be measured offline: the old centroid-cosine 0.75 times a typical mean length
+# of 0.8; run the command with the provider configured to measure them (docs/skills.md).
 DEFAULT_CLUSTER_THRESHOLDS: dict[str, float] = {
-    "dashscope": 0.75,
-    "openai": 0.75,
-    "local": 0.88,
-    # Calibrated with the online clustering itself (docs/skills.md): 0.2 puts 30 memories on 3 topics into
-    # 3 clusters of >= 5 (purity 0.97); 0.45 left them in 26 clusters, none ready to crystallize.
-    "hash": 0.2,
+    "dashscope": 0.6,
+    "openai": 0.6,
+    "local": 0.89,
+    "hash": 0.3,
 }
 
 
@@ -144,7 +148,7 @@ class Settings(BaseSettings):
         "still knows its person months later (0: never)",
     )
     cluster_similarity_threshold: float | None = Field(
-        None, ge=0, le=1, description="Cosine to join a cluster (default: per model)"
+        None, ge=0, le=1, description="Average cosine to a cluster's members to join it (default: per model)"
     )
     crystallization_threshold: int = Field(5, ge=2, description="Members before a cluster becomes a skill")
     recrystallization_delta: int = Field(3, ge=1, description="New members before a skill is revised")

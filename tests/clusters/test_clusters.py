@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from sqlalchemy import func, select, text
 
-from ultron.clusters.service import CENTROID_DRIFT_COSINE, topic_keywords, unit
+from ultron.clusters.service import CENTROID_DRIFT_COSINE, join_score, topic_keywords, unit
 from ultron.db.models import ClusterMember, KnowledgeCluster, Memory, Skill
 from ultron.sdk import Ultron
 from ultron.tenancy import local_actor
@@ -175,13 +175,16 @@ def test_the_join_is_decided_on_the_exact_mean_not_the_stale_centroid(chub):  # 
         _join(chub, s, tenant, _at_cos(dim, 0.9985))
         cluster = s.get(KnowledgeCluster, cluster_id, populate_existing=True)
         assert np.allclose(np.asarray(cluster.centroid), _basis(dim, 0))  # still e0
-        m = unit(cluster.mean)
-        # a vector at exactly the threshold from the EXACT mean, on the far side from the drift: its
-        # cosine to the stale centroid is below the threshold, to the mean it is at it
-        theta = np.arccos(0.8)
+        mean = np.asarray(cluster.mean, dtype=np.float64)
+        m = unit(mean)
+        # a vector whose join score (average cosine to the members, `v . mean`) on the EXACT mean is at
+        # the threshold, on the far side from the drift: scored against the stale centroid with the same
+        # length it would fall below the threshold
+        theta = np.arccos(0.8 / np.linalg.norm(mean))
         phi = np.arctan2(m[1], m[0])
         at_mean = np.cos(phi + theta) * _basis(dim, 0) + np.sin(phi + theta) * _basis(dim, 1)
-        assert float(at_mean @ _basis(dim, 0)) < 0.8 - 1e-4
+        assert abs(join_score(at_mean, mean) - 0.8) < 1e-9
+        assert float(at_mean @ _basis(dim, 0)) * np.linalg.norm(mean) < 0.8 - 1e-4
         _, joined = _join(chub, s, tenant, at_mean)
         assert joined == cluster_id
 

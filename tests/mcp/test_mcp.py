@@ -136,7 +136,10 @@ async def use_skills(session: ClientSession, slugs: dict[str, str]) -> None:
     sims = [r["similarity"] for r in found["results"]]
     assert sims == sorted(sims, reverse=True) and found["results"][0]["version"] == "1.0.0"
     skill = await call(session, "get_skill", slug=slugs["docker"])
-    assert skill["skill_md"].startswith(f"---\nname: {skill['name']}\n") and "## Steps" in skill["skill_md"]
+    assert (
+        skill["skill_md"].startswith(f"---\nname: {skill['name']}\n")
+        and "## Symptoms and fixes" in skill["skill_md"]
+    )
     assert (skill["version"], skill["versions"], skill["status"]) == ("1.0.0", ["1.0.0"], "active")
     assert (await call(session, "get_skill", slug=slugs["docker"], version="1.0.0")) == skill
     assert "not found" in await call_error(session, "get_skill", slug=slugs["docker"], version="9.9.9")

@@ -24,9 +24,10 @@ def test_offline_end_to_end_thirty_memories_three_clusters_three_skills(hub, sto
         assert "docker" in names and "postgres" in names and "pytest" in names
         for sk in skills:
             members = {str(m).replace("-", "")[:8] for m in _members(s, sk.source_cluster_id)}
-            steps = evolve.steps_of(sk.body)
+            assert evolve.steps_of(sk.body) == [] and evolve.is_offline(sk.body)  # alternatives, not steps
+            steps = evolve.entries_of(sk.body)
             assert len(steps) >= 3
-            for step in steps:  # every step cites members of its own cluster
+            for step in steps:  # every entry cites members of its own cluster
                 cited = set(evolve.CITE.findall(step))
                 assert cited and cited <= members
         found = hub.skills.search(s, tenant, "my docker build reinstalls pip packages every time")

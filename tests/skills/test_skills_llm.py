@@ -185,7 +185,7 @@ def test_an_unusable_llm_draft_falls_back_to_the_offline_synthesizer(llm, fake_o
     with llm.db.session() as s:
         for skill in s.scalars(select(Skill)):
             assert "LLM-WRITTEN" not in skill.body
-            assert "Use this skill for problems about" in skill.body  # the deterministic synthesizer
+            assert evolve.OFFLINE_NOTE in skill.body  # the deterministic synthesizer
         details = [r.detail for r in s.scalars(select(EvolutionRecord))]
         assert len(details) == 3
         assert all(d.startswith("synthesis: offline (llm draft rejected:") and why in d for d in details)

@@ -11,6 +11,7 @@ from sqlalchemy import select
 
 from ultron.db.models import ImportJob, Memory
 from ultron.memory.schemas import UploadRequest
+from ultron.skills import evolve
 from ultron.skills.format import SkillDoc, Version
 from ultron.tenancy import authenticate, local_actor
 from ultron.web.demo import DEMO_MEMORIES
@@ -294,13 +295,12 @@ def test_skills_page_shows_a_skill_its_versions_history_and_download(page, live_
     assert page.text_content("[data-testid=skill-name]") == latest.name
     md = "[data-testid=skill-md]"
     assert page.locator(f"{md} h1").all_text_contents() == [latest.name]
-    assert page.locator(f"{md} h2").all_text_contents() == [
-        "When to use",
-        "Steps",
-        "Edge cases and fallbacks",
-    ]
-    assert page.locator(f"{md} ol > li").count() == 7  # one per distinct resolution of the 8 members
-    assert page.locator(f"{md} .cite").count() > 7 and "##" not in page.text_content(md)
+    assert page.locator(f"{md} h2").all_text_contents() == ["When to use", "Symptoms and fixes"]
+    # the offline skill: one entry per distinct fix of the 8 members, no numbered steps
+    fixes = [e for e in evolve.entries_of(latest.body) if evolve.FIX in e]
+    assert page.locator(f"{md} li:has-text('Fix that worked')").count() == len(fixes) >= 5
+    assert page.locator(f"{md} ol > li").count() == 0
+    assert page.locator(f"{md} .cite").count() > len(fixes) and "##" not in page.text_content(md)
     assert "version: 1.1.0" in page.text_content("[data-testid=skill-front-matter]")
     history = page.locator("[data-testid=skill-history] tr[data-record]")
     assert history.count() == 2
@@ -320,7 +320,7 @@ def test_skills_page_shows_a_skill_its_versions_history_and_download(page, live_
     page.wait_for_selector(f"{md}[data-version='1.0.0'] h2")
     older, older_md = _skill(hub, docker, "1.0.0")
     assert "version: 1.0.0" in page.text_content("[data-testid=skill-front-matter]")
-    assert page.locator(f"{md} ol > li").count() == 4  # two of its five members shared a fix
+    assert page.locator(f"{md} li:has-text('Fix that worked')").count() == 4  # two of five shared a fix
     assert "latest is v1.1.0" in page.text_content(".page-head")
     with page.expect_download() as download:
         page.click("[data-testid=skill-download]")

@@ -50,7 +50,11 @@ def test_a_skill_shows_its_versions_skill_md_and_history(hub, client, admin_key,
         latest = hub.skills.latest(s, local_actor(s).tenant_id, slug)
         assert detail["skill_md"] == hub.skills.skill_md(latest)
     doc = parse(detail["skill_md"])
-    assert doc.name == detail["name"] and "## Steps" in doc.body and doc.metadata["version"] == "1.1.0"
+    assert (
+        doc.name == detail["name"]
+        and "## Symptoms and fixes" in doc.body
+        and doc.metadata["version"] == "1.1.0"
+    )
     assert detail["cluster"]["member_count"] >= 8 and detail["cluster"]["topic"]
     history = [(h["trigger"], h["status"], h["old_version"], h["new_version"]) for h in detail["history"]]
     assert history == [

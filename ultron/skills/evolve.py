@@ -1,9 +1,12 @@
 """Crystallization: synthesize a skill from a cluster's members, hold it to a quality bar, verify it.
 
-Offline the synthesizer is deterministic: each distinct member resolution becomes a step that cites the
-member (`[m:xxxxxxxx]`, the id's first 8 hex digits); contexts give "when to use"; the rest give edge
-cases and fallbacks. The verifier is an LLM auditor when a chat model is configured -- a failed or
-unparsable call is a failure -- and offline a grounding check that every step cites a member.
+Offline the synthesizer is deterministic and says what it is: a list of the symptoms agents met and the
+fix that worked for each -- alternatives, not a sequence of steps -- each entry citing its members
+(`[m:xxxxxxxx]`, the id's first 8 hex digits), with the members' contexts as "when to use", and a line
+saying it was distilled without a language model. A resolution that a merge extended with
+"Alternative: ..." lines gives one entry per alternative. The verifier is an LLM auditor when a chat
+model is configured -- a failed or unparsable call is a failure -- and offline a grounding check that
+every step or entry cites a member.
 """
 
 from __future__ import annotations
@@ -13,14 +16,27 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ultron.clusters.service import word_variants
 from ultron.skills.format import SkillDoc
 
 CITE = re.compile(r"\[m:([0-9a-f]{8})\]")
 STEP = re.compile(r"^\s*\d+\.\s+(.*)$", re.MULTILINE)
-MAX_STEPS = 8
 MIN_STEPS = 3
 MIN_BODY_CHARS = 300
 FIELD_CHARS = 240
+# The offline format.
+OFFLINE_NOTE = "Distilled without a language model"
+FIXES_HEADING = "## Symptoms and fixes"
+SYMPTOM, FIX, SEEN = "**Symptom:**", "**Fix that worked:**", "**Seen:**"
+MAX_FIXES = 12
+MIN_FIXES = 1
+CITES_PER_ENTRY = 3
+_ALTERNATIVE = re.compile(r"(?:^|\n)\s*Alternative:\s*", re.IGNORECASE)
+_NAME_SPLIT = re.compile(r"[\s,;:/|]+")
+_NAME_DROP = frozenset(
+    "a an the and or but if of to in on at by for with from as is are was were be it its this that after "
+    "before because when while then than into via how why what not no".split()
+)
 
 
 def cite(memory_id: Any) -> str:
@@ -36,37 +52,78 @@ def _norm(text: str) -> str:
     return " ".join(re.findall(r"\w+", text.lower()))
 
 
+def skill_name(topic: str) -> str:
+    """A readable title from a topic: each word once (case-insensitive, compounds by their parts), no stop
+    word, title case."""
+    words: list[str] = []
+    seen: set[str] = set()
+    for word in _NAME_SPLIT.split(topic.strip()):
+        key = word.lower().strip(".-'\"")
+        parts = word_variants(key) if key else set()
+        if not key or parts & seen or key in _NAME_DROP:
+            continue  # "build-cache" after "build" repeats it
+        seen |= parts
+        words.append(word if any(c.isupper() for c in word[1:]) else word[:1].upper() + word[1:])
+    return " ".join(words) or "Cluster Skill"
+
+
+def _fixes_of_member(member: dict[str, Any]) -> list[str]:
+    """The member's fix, and each "Alternative:" a merge appended to it, as separate fixes."""
+    parts = _ALTERNATIVE.split(str(member.get("resolution") or ""))
+    return [p.strip() for p in parts if p.strip()]
+
+
 def synthesize(topic: str, members: list[dict[str, Any]]) -> SkillDoc:
-    """The offline synthesizer: steps from resolutions, triggers from contexts, every line cited."""
-    steps: list[tuple[str, list[Any]]] = []
-    seen: dict[str, int] = {}
+    """The offline synthesizer: symptoms and the fix that worked for each, every entry cited."""
+    entries: list[tuple[str, str, list[Any]]] = []  # (symptom, fix or "", member ids)
+    index: dict[str, int] = {}
     for m in members:
-        action = m["resolution"] or m["content"]
-        key = _norm(action)
-        if not key:
-            continue
-        if key in seen:
-            steps[seen[key]][1].append(m["id"])
-        elif len(steps) < MAX_STEPS:
-            seen[key] = len(steps)
-            steps.append((_clip(action), [m["id"]]))
+        symptom = str(m.get("content") or "").strip()
+        for fix in _fixes_of_member(m) or [""]:
+            key = _norm(fix or symptom)
+            if not key:
+                continue
+            if key in index:
+                entries[index[key]][2].append(m["id"])
+            else:
+                index[key] = len(entries)
+                entries.append((symptom, fix, [m["id"]]))
+    # The fixes most members report first; ties keep the sample's order (closest to the centroid first).
+    order = sorted(range(len(entries)), key=lambda i: (-len(entries[i][2]), i))[:MAX_FIXES]
     title = topic.strip() or "cluster skill"
-    name = title.title()
-    contexts = [(m["context"] or m["content"], m["id"]) for m in members if (m["context"] or m["content"])]
-    when = [f"- {_clip(c, 160)} {cite(i)}" for c, i in contexts[:3]]
-    problems = [(m["content"], m["id"]) for m in members if m["content"]]
-    lines = [f"# {name}", "", "## When to use", "", f"Use this skill for problems about: {title}.", *when, ""]
-    lines += ["## Steps", ""]
-    lines += [f"{n}. {text} {' '.join(cite(i) for i in ids[:3])}" for n, (text, ids) in enumerate(steps, 1)]
-    lines += ["", "## Edge cases and fallbacks", ""]
-    for text, ids in steps[1:4]:
-        lines.append(
-            f"- If the previous step does not fix it, fall back to: {_clip(text, 160)} {cite(ids[0])}"
-        )
-    for content, memory_id in problems[:3]:
-        lines.append(f"- Symptom seen: {_clip(content, 160)} {cite(memory_id)}")
-    description = f"How to handle {title}: {len(steps)} steps distilled from {len(members)} memories."
-    metadata = {"topic": title, "memories": [str(m["id"]) for m in members]}
+    name = skill_name(title)
+    lines = [
+        f"# {name}",
+        "",
+        f'{OFFLINE_NOTE} from {len(members)} memories that agents shared about "{title}": each entry is '
+        "a symptom one of them met and the fix that worked for it. The fixes are alternatives, not a "
+        "sequence: use the one whose symptom matches yours.",
+        "",
+        "## When to use",
+        "",
+    ]
+    contexts: dict[str, Any] = {}
+    for m in members:
+        context = str(m.get("context") or "").strip()
+        if context and _norm(context) not in contexts and len(contexts) < 3:
+            contexts[_norm(context)] = (context, m["id"])
+    lines += [f"- {_clip(c, 160)} {cite(i)}" for c, i in contexts.values()]
+    if not contexts:
+        lines.append(f"- A problem about {title}, like one of the symptoms below.")
+    lines += ["", FIXES_HEADING, ""]
+    for i in order:
+        symptom, fix, ids = entries[i]
+        cites = " ".join(cite(x) for x in ids[:CITES_PER_ENTRY])
+        more = f" (reported by {len(ids)} memories)" if len(ids) > 1 else ""
+        if fix:
+            lines.append(f"- {SYMPTOM} {_clip(symptom, 200)} {FIX} {_clip(fix)}{more} {cites}")
+        else:
+            lines.append(f"- {SEEN} {_clip(symptom)}{more} {cites}")
+    description = (
+        f"{name}: {len(order)} symptoms and the fix that worked for each, from {len(members)} agent "
+        f"memories ({OFFLINE_NOTE.lower()})."
+    )
+    metadata = {"topic": title, "memories": [str(m["id"]) for m in members], "synthesis": "offline"}
     return SkillDoc(name=name, description=description, body="\n".join(lines), metadata=metadata)
 
 
@@ -74,16 +131,55 @@ def steps_of(body: str) -> list[str]:
     return STEP.findall(body)
 
 
+def entries_of(body: str) -> list[str]:
+    """The entries of an offline skill's "Symptoms and fixes" section."""
+    start = body.find(FIXES_HEADING)
+    if start < 0:
+        return []
+    section = body[start + len(FIXES_HEADING) :]
+    end = section.find("\n## ")
+    section = section if end < 0 else section[:end]
+    return [line[2:] for line in section.splitlines() if line.startswith("- ")]
+
+
+def items_of(body: str) -> list[str]:
+    """What must each cite a member: the numbered steps, or an offline skill's entries."""
+    return entries_of(body) or steps_of(body)
+
+
+def is_offline(body: str) -> bool:
+    return OFFLINE_NOTE in body and FIXES_HEADING in body
+
+
+def fixes_of(body: str) -> set[str]:
+    """The distinct fixes an offline skill presents (normalized, without citations): what an offline
+    revision must add to be published."""
+    out = set()
+    for entry in entries_of(body):
+        text = CITE.sub("", entry)
+        text = re.sub(r"\(reported by \d+ memories\)", "", text)
+        for marker in (FIX, SEEN):
+            if marker in text:
+                out.add(_norm(text.split(marker, 1)[1]))
+                break
+    return out - {""}
+
+
 def quality_problems(doc: SkillDoc) -> list[str]:
-    """The structural bar: trigger and edge-case sections, at least 3 steps, enough substance."""
+    """The structural bar: a trigger section and either a workflow (at least 3 steps and an edge-case
+    section) or the offline list of symptoms and fixes; enough substance."""
     problems = []
     low = doc.body.lower()
     if "## when to use" not in low:
         problems.append("no 'When to use' section")
-    if "## edge cases" not in low:
-        problems.append("no 'Edge cases and fallbacks' section")
-    if len(steps_of(doc.body)) < MIN_STEPS:
-        problems.append(f"fewer than {MIN_STEPS} steps")
+    if FIXES_HEADING.lower() in low:
+        if len(entries_of(doc.body)) < MIN_FIXES:
+            problems.append("no symptom with its fix")
+    else:
+        if "## edge cases" not in low:
+            problems.append("no 'Edge cases and fallbacks' section")
+        if len(steps_of(doc.body)) < MIN_STEPS:
+            problems.append(f"fewer than {MIN_STEPS} steps")
     if len(doc.body) < MIN_BODY_CHARS:
         problems.append(f"body shorter than {MIN_BODY_CHARS} characters")
     return problems
@@ -98,9 +194,9 @@ class Verdict:
 
 
 def grounding(doc: SkillDoc, members: list[dict[str, Any]]) -> Verdict:
-    """Offline check: every step cites at least one member, and every citation is a member."""
+    """Offline check: every step (or entry) cites at least one member, and every citation is a member."""
     known = {str(m["id"]).replace("-", "")[:8] for m in members}
-    steps = steps_of(doc.body)
+    steps = items_of(doc.body)
     cited = [set(CITE.findall(s)) for s in steps]
     uncited = [n for n, c in enumerate(cited, 1) if not c]
     strangers = sorted(set().union(*cited, set(CITE.findall(doc.body))) - known) if cited else []

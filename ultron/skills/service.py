@@ -3,7 +3,8 @@
 A worker step (`run_evolution_cycle`, called by ultron/worker/runner.py's evolve hook) first brings the
 clusters up to date (leavers out, unclustered memories in), then crystallizes ready clusters and
 recrystallizes grown ones. Publishing needs the structural bar and the verifier; a recrystallization must
-also score strictly higher than the version it would replace. Failures back off exponentially.
+also score strictly higher than the version it would replace, or, offline, present fixes the current
+offline version lacks without presenting fewer (`_offline_gain`). Failures back off exponentially.
 """
 
 from __future__ import annotations
@@ -120,9 +121,9 @@ class SkillService:
         if not cluster.topic:
             self.clusters.name_topic(session, tenant_id, cluster_id)
         current = self.latest(session, tenant_id, cluster.skill_slug) if cluster.skill_slug else None
-        if current is None or self.llm_synthesize is None:
-            members = self.clusters.get_cluster_memories(session, tenant_id, cluster_id, SAMPLE)
-        else:  # an edit of the current version: the prompt must see the new members and the cited ones
+        if current is None:
+            members = self.clusters.get_cluster_memories(session, tenant_id, cluster_id, SAMPLE, core=True)
+        else:  # a revision must see the new members and the ones the current version cites
             cited = evolve.CITE.findall(current.body)
             members = self.clusters.get_revision_sample(
                 session, tenant_id, cluster_id, current.created_at, cited, SAMPLE
@@ -147,17 +148,35 @@ class SkillService:
             record.detail = f"{verdict.detail}; {source}"
             self._back_off(cluster)
             return self._finish(session, record, "failed")
-        if current is not None and not verdict.score > (current.score or 0.0):
+        added = self._offline_gain(doc, current, source)
+        if current is not None and not (verdict.score > (current.score or 0.0) or added):
             record.status = "reverted"
-            record.detail = f"the new version does not score higher; {source}"
+            record.detail = f"the new version does not score higher and adds no fix; {source}"
             cluster.members_at_last_version = cluster.member_count
             self._back_off(cluster)
             return self._finish(session, record, "reverted")
+        if current is not None and not verdict.score > (current.score or 0.0):
+            record.detail = f"adds {added} fixes the current version lacks; {source}"
         skill = self._publish(session, tenant_id, cluster, doc, verdict.score, current)
         record.status, record.skill_slug, record.new_version = "published", skill.slug, str(version_of(skill))
         cluster.failed_attempts, cluster.next_attempt_at = 0, None
         cluster.members_at_last_version = cluster.member_count
         return self._finish(session, record, "published")
+
+    @staticmethod
+    def _offline_gain(doc: SkillDoc, current: Skill | None, source: str) -> int:
+        """How many fixes an offline revision of an offline version adds, when it keeps at least as many
+        as the current one presents (0 otherwise): the measure that can improve offline, where the
+        grounding score is capped at 1.0. A version a chat model or a person wrote is never replaced by
+        the offline list on this measure."""
+        if (
+            current is None
+            or not source.startswith("synthesis: offline")
+            or not evolve.is_offline(current.body)
+        ):
+            return 0
+        new, old = evolve.fixes_of(doc.body), evolve.fixes_of(current.body)
+        return len(new - old) if len(new) >= len(old) else 0
 
     def _draft(
         self, topic: str, members: list[dict[str, Any]], current: Skill | None
