@@ -16,7 +16,7 @@ from ultron.hub import Hub
 from ultron.memory.reembed import reembed
 from ultron.sdk._local import LocalBackend
 
-EXPECTED_QUERIES = {"nearest_same_type", "search_memories", "record_hits", "term_frequencies", "raw_knn"}
+EXPECTED_QUERIES = {"nearest_same_type", "search_memories", "record_hits", "refresh_term_stats", "raw_knn"}
 EXPECTED_QUERIES |= {"move_memory_sources"}
 EXPECTED_QUERIES |= {
     "brief_pinned",

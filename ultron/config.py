@@ -101,9 +101,35 @@ class Settings(BaseSettings):
     tier_boost_hot: float = Field(1.2, gt=0, description="Score multiplier of HOT memories")
     tier_boost_warm: float = Field(1.0, gt=0, description="Score multiplier of WARM memories")
     tier_boost_cold: float = Field(0.8, gt=0, description="Score multiplier of COLD memories")
-    fulltext_weight: float = Field(0.3, ge=0, le=1, description="Share of full-text rank in relevance")
+    fulltext_weight: float = Field(
+        0.5, ge=0, le=1, description="Weight of the lexical leg in fusion (the dense leg gets 1 - this)"
+    )
     fulltext_pool: int = Field(
-        200, ge=20, le=100_000, description="Most full-text matches ranked per search; rarer terms only"
+        200, ge=20, le=100_000, description="Most full-text matches per pool (phrase, all terms, rare terms)"
+    )
+    search_fusion: Literal["rrf", "weighted"] = Field(
+        "rrf", description="Fusion of the dense and lexical legs: reciprocal rank or weighted scores"
+    )
+    rrf_k: float = Field(60.0, gt=0, description="k in reciprocal-rank fusion: weight / (k + rank)")
+    lexical_half: float = Field(
+        5.0, gt=0, description="Weighted fusion: lexical score s counts as s / (s + this)"
+    )
+    bm25_k1: float = Field(1.2, ge=0, description="BM25 k1 (term saturation; tf is 1 in short memories)")
+    bm25_b: float = Field(0.75, ge=0, le=1, description="BM25 b (length normalisation)")
+    phrase_weight: float = Field(
+        1.0, ge=0, description="Credit for each adjacent query word pair found side by side, x its IDF"
+    )
+    neighbour_weight: float = Field(
+        0.0, ge=0, le=1, description="Share of the adjacent turn's fused score a memory in a thread gets"
+    )
+    time_weight: float = Field(
+        0.5, ge=0, description="Score boost when occurred_at falls in the dates a query names"
+    )
+    relevance_floor: float | None = Field(
+        None,
+        ge=-1,
+        le=1,
+        description="Calibrated relevance under which a result is flagged low-confidence (per model)",
     )
     hit_flush_seconds: float = Field(
         1.0, ge=0, description="How often buffered search hits are written (0: only on demand and at exit)"
@@ -224,6 +250,14 @@ class Settings(BaseSettings):
         hard = self.dedup_similarity_threshold if self.dedup_similarity_threshold is not None else hard
         soft = self.dedup_soft_threshold if self.dedup_soft_threshold is not None else min(soft, hard)
         return hard, soft
+
+    @property
+    def relevance_floor_for_model(self) -> float:
+        from ultron.memory.relevance import DEFAULT_FLOOR
+
+        if self.relevance_floor is not None:
+            return self.relevance_floor
+        return DEFAULT_FLOOR.get(self.embedding_provider, 0.5)
 
     @property
     def cluster_threshold(self) -> float:

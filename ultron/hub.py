@@ -95,6 +95,10 @@ class Hub:
             self.db, self.settings.hit_window_hours * 3600.0, flush_seconds=self.settings.hit_flush_seconds
         )
         self.memory = MemoryService(self.settings, self.embedder, self.intelligence, self.redactor, self.hits)
+        from ultron.memory.termstats import TermStatsKeeper
+
+        self.term_stats = TermStatsKeeper(self.db)
+        self.memory.term_stats = self.term_stats
         from ultron.ingestion.service import IngestionService
 
         self.ingestion = IngestionService(self)
@@ -114,6 +118,7 @@ class Hub:
 
         self.companion.skill_source = SkillBriefSource(self.skills, self.settings.brief_skill_limit)
         self.hits.start()
+        self.term_stats.start()
 
     @classmethod
     def open(cls, settings: Settings, *, migrate: bool = True) -> Hub:
@@ -132,5 +137,6 @@ class Hub:
         return hub
 
     def close(self) -> None:
+        self.term_stats.stop()
         self.hits.stop()
         self.db.dispose()
