@@ -218,3 +218,53 @@ def test_migration_0007_backfills_the_exact_mean_from_the_centroid(db_url):
             assert opts == ["fillfactor=80"]
     finally:
         db.dispose()
+
+
+def test_migration_0010_reindexes_existing_memories_and_keeps_them_whole(db_url):
+    """A store from 0008 upgrades with its memories whole, their full text rebuilt with stems, term
+    statistics built, and the new columns empty; the downgrade restores the old tokenizer."""
+    db = Database(db_url)
+    try:
+        downgrade(db.engine, "0008_skill_front_matter")
+        with db.engine.begin() as conn:
+            tenant = conn.execute(
+                text("INSERT INTO tenants (name) VALUES ('t0010') RETURNING id")
+            ).scalar_one()
+            conn.execute(
+                text(
+                    "INSERT INTO memories (tenant_id, memory_type, content, context, content_hash, "
+                    "search_tsv) VALUES (:t, 'error', 'Researching flaky builds', "
+                    "'psycopg.errors.UniqueViolation', 'h1', to_tsvector('simple', 'researching flaky builds psycopg.errors.uniqueviolation'))"
+                ),
+                {"t": tenant},
+            )
+        upgrade_to_head(db.engine)
+        with db.engine.begin() as conn:
+            row = conn.execute(
+                text(
+                    "SELECT content, context, search_tsv::text AS tsv, thread, position, occurred_at "
+                    "FROM memories WHERE tenant_id = :t"
+                ),
+                {"t": tenant},
+            ).one()
+            assert (row.content, row.context) == (
+                "Researching flaky builds",
+                "psycopg.errors.UniqueViolation",
+            )
+            assert "'research'" in row.tsv and "'build'" in row.tsv
+            assert "'psycopg.errors.uniqueviolation'" in row.tsv
+            assert (row.thread, row.position, row.occurred_at) == (None, None, None)
+            stats = conn.execute(
+                text("SELECT ndoc FROM term_stats WHERE tenant_id = :t AND lexeme = 'research'"),
+                {"t": tenant},
+            ).scalar_one()
+            assert stats == 1
+        downgrade(db.engine, "0008_skill_front_matter")
+        with db.engine.begin() as conn:
+            tsv = conn.execute(
+                text("SELECT search_tsv::text FROM memories WHERE tenant_id = :t"), {"t": tenant}
+            )
+            assert "'researching'" in tsv.scalar_one()
+        upgrade_to_head(db.engine)
+    finally:
+        db.dispose()

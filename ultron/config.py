@@ -61,6 +61,11 @@ class Settings(BaseSettings):
     )
     embedding_model: str | None = Field(None, description="Model name; default depends on the provider")
     embedding_dimension: int | None = Field(None, ge=8, le=16000, description="Vector size (hash/openai)")
+    local_document_prefix: Literal["query", "passage"] = Field(
+        "query",
+        description="local (e5) embedder: the prefix of stored texts; searches always use 'query: ' "
+        "(changing it needs `ultron reembed`)",
+    )
     embedding_base_url: str | None = Field(None, description="Base URL of an OpenAI-compatible embedding API")
     embedding_api_key: SecretStr | None = Field(None, description="API key for the embedding provider")
     llm_provider: LLMProviderName = Field("heuristic", description="heuristic | dashscope | openai")

@@ -43,6 +43,7 @@ def build_embedder(settings: Settings) -> Embedder:
         timeout=settings.llm_timeout,
         max_retries=settings.llm_max_retries,
         retry_base_delay=settings.llm_retry_base_delay,
+        document_prefix=settings.local_document_prefix,
     )
     return InstrumentedEmbedder(embedder, provider)  # type: ignore[return-value]
 

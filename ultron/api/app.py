@@ -50,6 +50,12 @@ class SearchRequest(BaseModel):
     valence: float | None = Field(None, ge=-1, le=1, description="Mood to resonate with (companion)")
     arousal: float | None = Field(None, ge=0, le=1, description="Arousal to resonate with (companion)")
     serendipity: bool | None = Field(None, description="Surface old memories when little is found")
+    min_relevance: float | None = Field(
+        None,
+        ge=-1,
+        le=1,
+        description="Relevance floor for this search (default: the model's; docs/ranking.md)",
+    )
 
 
 class SearchResponse(BaseModel):
@@ -127,6 +133,7 @@ def search_memories(request: Request, body: SearchRequest) -> SearchResponse:
             valence=body.valence,
             arousal=body.arousal,
             serendipity=body.serendipity,
+            min_relevance=body.min_relevance,
         ),
     )
     return SearchResponse(count=len(results), results=results)

@@ -246,7 +246,7 @@ def run(settings: Settings, turns: list[Turn], questions: list[Question]) -> dic
         held = load_hub(hub, actor, turns)
         loaded = time.perf_counter() - started
         started = time.perf_counter()
-        hub_groups, hub_flags, _ = evaluate_hub(hub, actor, held, questions)
+        hub_groups, hub_flags, raw = evaluate_hub(hub, actor, held, questions)
         searched = time.perf_counter() - started
         docs = [t.content for t in turns]
         bm25 = BM25(docs)
@@ -263,7 +263,24 @@ def run(settings: Settings, turns: list[Turn], questions: list[Question]) -> dic
             for name, ranks in ranked.items():
                 for group in ("overall", question.category, f"lang={question.lang}"):
                     systems[name][group].add(ranks, question.evidence)
+        dump = {
+            q.id: {
+                "category": q.category,
+                "question": q.text,
+                "evidence": list(q.evidence),
+                "results": [
+                    {
+                        "turns": sorted(held.get(r.record.id, set())),
+                        "confidence": r.confidence,
+                        **(r.explain.model_dump() if r.explain else {}),
+                    }
+                    for r in raw[q.id]
+                ],
+            }
+            for q in questions
+        }
         return {
+            "dump": dump,
             "systems": systems,
             "flagged": {"hub": hub_flags},
             "info": {
@@ -321,6 +338,8 @@ def main(args: argparse.Namespace) -> int:
             hit_flush_seconds=0,
         )
         out = run(settings, turns, questions)
+    if getattr(args, "dump", None):
+        Path(args.dump).write_text(json.dumps(out["dump"], ensure_ascii=False, indent=1), encoding="utf-8")
     if args.json:
         systems = {
             name: {

@@ -270,5 +270,8 @@ def add_parser(sub: Any) -> None:
         "--set", default=None, help=f"evaluation JSONL (default {DEFAULT_SET.name} or conversations.jsonl)"
     )
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument(
+        "--dump", default=None, help="conversations: write every hub result's explain to this JSON"
+    )
     p.add_argument("--misses", action="store_true", help="list the queries whose memory is not in the top 10")
     p.set_defaults(func=main)

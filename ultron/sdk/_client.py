@@ -125,9 +125,17 @@ class Ultron:
         valence: float | None = None,
         arousal: float | None = None,
         serendipity: bool | None = None,
+        min_relevance: float | None = None,
     ) -> list[SearchResult]:
-        """Hybrid search; a mood (valence/arousal) adds emotional resonance, serendipity old surprises."""
-        signals = {"valence": valence, "arousal": arousal, "serendipity": serendipity}
+        """Hybrid search; a mood (valence/arousal) adds emotional resonance, serendipity old surprises.
+
+        Each result carries `confidence` ("low" below the relevance floor; min_relevance overrides it)."""
+        signals = {
+            "valence": valence,
+            "arousal": arousal,
+            "serendipity": serendipity,
+            "min_relevance": min_relevance,
+        }
         return self._backend.search(
             query,
             tier=tier,
