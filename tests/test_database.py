@@ -234,7 +234,8 @@ def test_migration_0010_reindexes_existing_memories_and_keeps_them_whole(db_url)
                 text(
                     "INSERT INTO memories (tenant_id, memory_type, content, context, content_hash, "
                     "search_tsv) VALUES (:t, 'error', 'Researching flaky builds', "
-                    "'psycopg.errors.UniqueViolation', 'h1', to_tsvector('simple', 'researching flaky builds psycopg.errors.uniqueviolation'))"
+                    "'psycopg.errors.UniqueViolation', 'h1', "
+                    "to_tsvector('simple', 'researching flaky builds psycopg.errors.uniqueviolation'))"
                 ),
                 {"t": tenant},
             )
