@@ -36,8 +36,9 @@ LIMIT :k
 --     scored BM25-like: sum of matched terms' IDF (from term_stats) x length normalisation, plus the IDF of
 --     adjacent query word pairs found side by side (phrase credit);
 --   fusion: reciprocal rank (RRF) or weighted, by :fusion; neighbour credit from the adjacent turn of the
---     same thread; a boost when occurred_at falls in the dates the query names;
---   score = (fused + neighbour credit) x time boost x tier boost x (1 - w + w x hotness).
+--     same thread; a memory holding the query's words in order (the phrase) gets :phrase_boost on top;
+--     a boost when occurred_at falls in the dates the query names;
+--   score = (fused + neighbour credit + phrase boost) x time boost x tier boost x (1 - w + w x hotness).
 -- Search hits are recorded afterwards, off the request path (ultron/memory/hits.py).
 WITH vec AS (
     SELECT m.id
@@ -108,13 +109,15 @@ WITH vec AS (
     SELECT c.id,
            coalesce(sum(u.w) FILTER (WHERE u.kind = 'term' AND m.search_tsv @@ u.tq), 0) AS term_idf,
            coalesce(sum(u.w) FILTER (WHERE u.kind = 'pair' AND m.search_tsv @@ u.tq), 0) AS pair_idf,
-           max(length(m.search_tsv)) AS doc_len
+           max(length(m.search_tsv)) AS doc_len,
+           bool_or(CAST(:phrase_q AS text) <> '' AND m.search_tsv @@ to_tsquery('simple', CAST(:phrase_q AS text)))
+               AS phrase_match
     FROM cand c
     JOIN memories m ON m.id = c.id
     LEFT JOIN units u ON true
     GROUP BY c.id
 ), scored AS (
-    SELECT m.id, m.tier, m.thread, m.position, m.occurred_at,
+    SELECT m.id, m.tier, m.thread, m.position, m.occurred_at, x.phrase_match,
            1 - (m.embedding <=> CAST(:embedding AS vector)) AS vector_similarity,
            x.term_idf * (:k1 + 1) / (1 + :k1 * (1 - :b + :b * x.doc_len / tt.avglen))
                + :phrase_weight * x.pair_idf AS text_rank,
@@ -140,21 +143,28 @@ WITH vec AS (
                      / (:w_dense + :w_lex)
            END AS fused
     FROM ranked r
+), neighbours AS (
+    SELECT f.id, max(g.fused) AS neighbour_fused
+    FROM fused f
+    JOIN fused g ON g.thread = f.thread AND g.position IN (f.position - 1, f.position + 1)
+    WHERE :neighbour_weight > 0 AND f.thread IS NOT NULL
+    GROUP BY f.id
 ), credited AS (
     SELECT f.*,
-           coalesce((SELECT max(g.fused) FROM fused g
-                     WHERE f.thread IS NOT NULL AND g.thread = f.thread
-                       AND g.position IN (f.position - 1, f.position + 1)), 0) AS neighbour_fused,
+           coalesce(n.neighbour_fused, 0) AS neighbour_fused,
            (CAST(:t_from AS timestamptz) IS NOT NULL AND f.occurred_at >= CAST(:t_from AS timestamptz)
             AND f.occurred_at < CAST(:t_to AS timestamptz)) AS time_match
     FROM fused f
+    LEFT JOIN neighbours n ON n.id = f.id
 ), top AS (
     SELECT c.*,
-           c.fused + :neighbour_weight * c.neighbour_fused AS relevance,
+           c.fused + :neighbour_weight * c.neighbour_fused
+               + CASE WHEN c.phrase_match THEN :phrase_boost ELSE 0 END AS relevance,
            CASE c.tier WHEN 'hot' THEN :boost_hot WHEN 'warm' THEN :boost_warm ELSE :boost_cold END
                AS tier_boost,
            exp(-:alpha * c.days_since_hit) AS hotness,
-           (c.fused + :neighbour_weight * c.neighbour_fused)
+           (c.fused + :neighbour_weight * c.neighbour_fused
+            + CASE WHEN c.phrase_match THEN :phrase_boost ELSE 0 END)
                * (CASE WHEN c.time_match THEN 1 + :time_weight ELSE 1 END)
                * (CASE c.tier WHEN 'hot' THEN :boost_hot WHEN 'warm' THEN :boost_warm ELSE :boost_cold END)
                * (1 - :decay_weight + :decay_weight * exp(-:alpha * c.days_since_hit)) AS score

@@ -124,6 +124,9 @@ class Settings(BaseSettings):
     phrase_weight: float = Field(
         1.0, ge=0, description="Credit for each adjacent query word pair found side by side, x its IDF"
     )
+    phrase_match_boost: float = Field(
+        0.5, ge=0, description="Added to the relevance of a memory holding all the query's words in order"
+    )
     neighbour_weight: float = Field(
         0.0, ge=0, le=1, description="Share of the adjacent turn's fused score a memory in a thread gets"
     )

@@ -136,6 +136,7 @@ class ScoreComponents(BaseModel):
     fused: float = Field(0.0, description="The fused score of the two legs, 0..1")
     neighbour_credit: float = Field(0.0, description="Credit from the adjacent turn of its thread")
     time_match: bool = Field(False, description="occurred_at falls in the dates the query names")
+    phrase_match: bool = Field(False, description="Holds the query's words in order (+ phrase_match_boost)")
     calibrated_relevance: float = Field(
         0.0, description="Relevance on the model-independent 0..1 scale the confidence floor applies to"
     )
