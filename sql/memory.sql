@@ -131,6 +131,8 @@ WITH vec AS (
     CROSS JOIN totals tt
 ), ranked AS (
     SELECT s.*,
+           avg(s.vector_similarity) FILTER (WHERE s.from_vector) OVER () AS pool_cos_mean,
+           stddev_pop(s.vector_similarity) FILTER (WHERE s.from_vector) OVER () AS pool_cos_std,
            rank() OVER (ORDER BY s.vector_similarity DESC) AS vector_rank,
            CASE WHEN s.text_rank > 0 THEN rank() OVER (ORDER BY s.text_rank DESC) END AS text_rank_pos
     FROM scored s

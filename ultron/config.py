@@ -115,20 +115,20 @@ class Settings(BaseSettings):
     search_fusion: Literal["rrf", "weighted"] = Field(
         "rrf", description="Fusion of the dense and lexical legs: reciprocal rank or weighted scores"
     )
-    rrf_k: float = Field(60.0, gt=0, description="k in reciprocal-rank fusion: weight / (k + rank)")
+    rrf_k: float = Field(10.0, gt=0, description="k in reciprocal-rank fusion: weight / (k + rank)")
     lexical_half: float = Field(
         5.0, gt=0, description="Weighted fusion: lexical score s counts as s / (s + this)"
     )
     bm25_k1: float = Field(1.2, ge=0, description="BM25 k1 (term saturation; tf is 1 in short memories)")
     bm25_b: float = Field(0.75, ge=0, le=1, description="BM25 b (length normalisation)")
     phrase_weight: float = Field(
-        1.0, ge=0, description="Credit for each adjacent query word pair found side by side, x its IDF"
+        0.5, ge=0, description="Credit for each adjacent query word pair found side by side, x its IDF"
     )
     phrase_match_boost: float = Field(
         0.5, ge=0, description="Added to the relevance of a memory holding all the query's words in order"
     )
     neighbour_weight: float = Field(
-        0.0, ge=0, le=1, description="Share of the adjacent turn's fused score a memory in a thread gets"
+        0.2, ge=0, le=1, description="Share of the adjacent turn's fused score a memory in a thread gets"
     )
     time_weight: float = Field(
         0.5, ge=0, description="Score boost when occurred_at falls in the dates a query names"

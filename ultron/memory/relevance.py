@@ -26,6 +26,14 @@ def dense_scale(provider: str) -> tuple[float, float]:
     return DENSE_SCALE.get(provider, DENSE_SCALE["openai"])
 
 
+def dense_z(row: Any) -> float:
+    """How far the memory's cosine stands above the dense leg's candidates, in standard deviations."""
+    mean, std = row.pool_cos_mean, row.pool_cos_std
+    if mean is None or not std:
+        return 0.0
+    return round((float(row.vector_similarity) - float(mean)) / float(std), 4)
+
+
 def calibrated_relevance(provider: str, row: Any) -> float:
     lo, hi = dense_scale(provider)
     dense = (float(row.vector_similarity) - lo) / (hi - lo)

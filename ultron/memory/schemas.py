@@ -137,6 +137,9 @@ class ScoreComponents(BaseModel):
     neighbour_credit: float = Field(0.0, description="Credit from the adjacent turn of its thread")
     time_match: bool = Field(False, description="occurred_at falls in the dates the query names")
     phrase_match: bool = Field(False, description="Holds the query's words in order (+ phrase_match_boost)")
+    dense_z: float = Field(
+        0.0, description="Cosine in standard deviations above the mean of the dense leg's candidates"
+    )
     calibrated_relevance: float = Field(
         0.0, description="Relevance on the model-independent 0..1 scale the confidence floor applies to"
     )

@@ -25,7 +25,7 @@ from ultron.db.queries import q
 from ultron.errors import Forbidden, NotFound, ValidationFailed
 from ultron.memory import fulltext
 from ultron.memory.hits import HitBuffer, SearchUse
-from ultron.memory.relevance import calibrated_relevance
+from ultron.memory.relevance import calibrated_relevance, dense_z
 from ultron.memory.schemas import (
     Contribution,
     MemoryPatch,
@@ -560,6 +560,7 @@ class MemoryService:
                 neighbour_credit=self.settings.neighbour_weight * float(row.neighbour_fused),
                 time_match=bool(row.time_match),
                 phrase_match=bool(row.phrase_match),
+                dense_z=dense_z(row),
                 calibrated_relevance=calibrated,
                 relevance=float(row.relevance),
                 tier_boost=float(row.tier_boost),
