@@ -183,3 +183,16 @@ def test_unrelated_results_are_flagged_low_confidence(make_hub):
     assert all(
         r.confidence == "low" for r in search(hub, "pandas numpy dtype size changed", min_relevance=1.01)
     )
+
+
+def test_thread_returns_the_neighbouring_turns_in_order(hub):
+    turns = [
+        add(hub, f"turn {i}: {word} about the weekend", thread="t-1", position=i)
+        for i, word in enumerate(["alpha", "bravo", "charlie", "delta", "echo"])
+    ]
+    add(hub, "another chat entirely, about the weather", thread="t-2", position=2)
+    with hub.db.session() as s:
+        around = hub.memory.thread(s, local_actor(s), turns[2].id, span=1)
+        alone = hub.memory.thread(s, local_actor(s), add(hub, "no thread here").id)
+    assert [r.id for r in around] == [t.id for t in turns[1:4]]
+    assert len(alone) == 1

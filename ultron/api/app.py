@@ -163,6 +163,12 @@ def memory_contributions(request: Request, memory_id: UUID) -> list[Contribution
     return call(request, lambda s, a: request.app.state.hub.memory.contributions(s, a, memory_id))
 
 
+@memories.get("/{memory_id}/thread", response_model=list[MemoryRecord])
+def memory_thread(request: Request, memory_id: UUID, span: int = 2) -> list[MemoryRecord]:
+    """The memory with its neighbouring turns of the same thread (position within span), in order."""
+    return call(request, lambda s, a: request.app.state.hub.memory.thread(s, a, memory_id, span))
+
+
 @memories.patch("/{memory_id}", response_model=MemoryRecord)
 def edit_memory(request: Request, memory_id: UUID, body: MemoryPatch) -> MemoryRecord:
     return call(request, lambda s, a: request.app.state.hub.memory.edit(s, a, memory_id, body))

@@ -630,6 +630,29 @@ class MemoryService:
         fresh = self._records(session, ids, actor)
         return [fresh[i] for i in ids]
 
+    def thread(self, session: Session, actor: Actor, memory_id: UUID, span: int = 2) -> list[MemoryRecord]:
+        """The memory with its neighbouring turns (same thread, position within span), in order; the memory
+        alone when it has no thread. Like get, counts no hit."""
+        if not 0 <= span <= 50:
+            raise ValidationFailed("span must be between 0 and 50")
+        memory = self.get(session, actor, memory_id)
+        if memory.thread is None or memory.position is None:
+            return [memory]
+        stmt = (
+            select(Memory.id)
+            .where(
+                Memory.tenant_id == actor.tenant_id,
+                Memory.thread == memory.thread,
+                Memory.status == "active",
+                Memory.position.between(memory.position - span, memory.position + span),
+                self._visible(actor),
+            )
+            .order_by(Memory.position, Memory.created_at)
+        )
+        ids = list(session.execute(stmt).scalars())
+        records = self._records(session, ids, actor)
+        return [records[i] for i in ids if i in records]
+
     def contributions(self, session: Session, actor: Actor, memory_id: UUID) -> list[Contribution]:
         self.get(session, actor, memory_id)
         stmt = (

@@ -151,6 +151,10 @@ class Ultron:
     def get_memory(self, memory_id: UUID | str) -> MemoryRecord:
         return self._backend.get(_uuid(memory_id))
 
+    def get_thread(self, memory_id: UUID | str, span: int = 2) -> list[MemoryRecord]:
+        """The memory with its neighbouring turns of the same conversation (position within span)."""
+        return self._backend.thread(_uuid(memory_id), span)
+
     def get_contributions(self, memory_id: UUID | str) -> list[Contribution]:
         return self._backend.contributions(_uuid(memory_id))
 
