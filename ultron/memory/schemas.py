@@ -160,7 +160,9 @@ class ScoreComponents(BaseModel):
 
 class SearchResult(BaseModel):
     record: MemoryRecord
-    similarity_score: float = Field(..., description="Fused relevance before tier and recency")
+    similarity_score: float = Field(
+        ..., description="Calibrated relevance 0..1: the scale the confidence floor applies to"
+    )
     score: float = Field(..., description="Final ranking score")
     explain: ScoreComponents | None = None
     confidence: Literal["high", "low"] = Field(

@@ -573,7 +573,7 @@ class MemoryService:
             )
         return SearchResult(
             record=project(record, detail_level),
-            similarity_score=float(row.relevance),
+            similarity_score=calibrated,
             score=float(row.score),
             explain=components,
             confidence="high" if calibrated >= floor else "low",
