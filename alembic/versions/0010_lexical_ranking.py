@@ -41,7 +41,8 @@ BEGIN
     SELECT p_tenant, count(*), coalesce(avg(length(search_tsv)), 0), now()
     FROM memories WHERE tenant_id = p_tenant AND status = 'active'
     ON CONFLICT (tenant_id) DO UPDATE
-        SET docs = excluded.docs, avg_len = excluded.avg_len, refreshed_at = excluded.refreshed_at;
+        SET docs = excluded.docs, avg_len = excluded.avg_len, refreshed_at = excluded.refreshed_at
+        WHERE (term_totals.docs, term_totals.avg_len) IS DISTINCT FROM (excluded.docs, excluded.avg_len);
     RETURN n;
 END $$;
 """

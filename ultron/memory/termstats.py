@@ -4,8 +4,10 @@ The statistics are rebuilt per tenant by one SQL function (ultron_refresh_term_s
 ts_stat over the tenant's active memories). The worker's cycle rebuilds every tenant; between cycles this
 keeper counts the memories a hub process creates or rewrites and, once a tenant has changed by
 `max(MIN_CHANGES, SHARE x its size at the last rebuild)`, rebuilds it on a background thread, off the
-request path. A store that was never counted (a fresh process) is rebuilt on its first change. Stale
-statistics only blur IDF (a new term counts as rare), they never hide a memory.
+request path (a process that has not rebuilt a tenant yet counts its size as 0: the first rebuild comes
+after MIN_CHANGES uploads, so a handful of uploads never triggers a background write). Stale statistics
+only blur IDF (a new term counts as rare); with none yet every term weighs the same. They never hide a
+memory.
 """
 
 from __future__ import annotations
@@ -38,11 +40,10 @@ class TermStatsKeeper:
         """Called after a memory of the tenant was created or its text rewritten."""
         with self._lock:
             self._changes[tenant_id] = self._changes.get(tenant_id, 0) + n
-            size = self._size.get(tenant_id)
-            due = size is None or self._changes[tenant_id] >= max(MIN_CHANGES, SHARE * size)
+            size = self._size.get(tenant_id, 0)
+            due = self._changes[tenant_id] >= max(MIN_CHANGES, SHARE * size)
             if due:
                 self._dirty.add(tenant_id)
-                self._size.setdefault(tenant_id, 0)
         if due:
             self._wake.set()
 
