@@ -30,10 +30,15 @@ ORDER BY similarity DESC, id
 LIMIT :k
 
 -- name: search_memories
--- Hybrid search in one read-only statement:
---   candidates: the HNSW index (cosine) and full text (a bounded pool of matches, ranked by ts_rank_cd);
---   score = relevance x tier boost x (1 - w + w x hotness), hotness = exp(-alpha x days since last hit),
---   relevance = (1 - ft_weight) x cosine + ft_weight x ts_rank_cd normalised to [0, 1).
+-- Hybrid search in one read-only statement (docs/ranking.md):
+--   dense leg: the :candidates nearest memories by cosine (HNSW);
+--   lexical leg: a bounded pool of full-text matches (the query's phrase, all its terms, its rarest terms),
+--     scored BM25-like: sum of matched terms' IDF (from term_stats) x length normalisation, plus the IDF of
+--     adjacent query word pairs found side by side (phrase credit);
+--   fusion: reciprocal rank (RRF) or weighted, by :fusion; neighbour credit from the adjacent turn of the
+--     same thread; a memory holding the query's words in order (the phrase) gets :phrase_boost on top;
+--     a boost when occurred_at falls in the dates the query names;
+--   score = (fused + neighbour credit + phrase boost) x time boost x tier boost x (1 - w + w x hotness).
 -- Search hits are recorded afterwards, off the request path (ultron/memory/hits.py).
 WITH vec AS (
     SELECT m.id
@@ -45,45 +50,128 @@ WITH vec AS (
            OR (m.scope = 'group' AND m.group_name = ANY(CAST(:groups AS text[]))))
     ORDER BY m.embedding <=> CAST(:embedding AS vector)
     LIMIT :candidates
-), fts_pool AS (
-    SELECT m.id, m.search_tsv
-    FROM memories m
-    WHERE CAST(:tsquery AS text) <> ''
-      AND m.search_tsv @@ to_tsquery('simple', CAST(:tsquery AS text))
-      AND m.tenant_id = :tenant_id AND m.status = 'active'
+), totals AS (
+    SELECT coalesce(max(t.docs), 0)::float8 AS n, greatest(coalesce(max(t.avg_len), 0), 1)::float8 AS avglen
+    FROM term_totals t
+    WHERE t.tenant_id = :tenant_id
+), lex AS (
+    SELECT l.i, d.df, ln(1 + (greatest(tt.n - d.df, 0) + 0.5) / (d.df + 0.5)) AS idf
+    FROM unnest(CAST(:lookup AS text[])) WITH ORDINALITY l(tok, i)
+    CROSS JOIN totals tt
+    CROSS JOIN LATERAL (
+        SELECT coalesce(min(s.ndoc), 0)::float8 AS df
+        FROM term_stats s
+        WHERE s.tenant_id = :tenant_id AND s.lexeme = ANY(tsvector_to_array(to_tsvector('simple', l.tok)))
+    ) d
+), units AS (
+    SELECT u.q, u.kind, to_tsquery('simple', u.q) AS tq, a.df,
+           CASE u.kind WHEN 'term' THEN a.idf ELSE (a.idf + b.idf) / 2 END AS w
+    FROM unnest(CAST(:unit_q AS text[]), CAST(:unit_kind AS text[]), CAST(:unit_a AS int[]),
+                CAST(:unit_b AS int[])) u(q, kind, a, b)
+    JOIN lex a ON a.i = u.a
+    JOIN lex b ON b.i = u.b
+), rare AS (
+    -- The rarest terms while their matches together fit the pool (always at least the rarest one).
+    SELECT coalesce(string_agg(r.q, ' | '), '') AS q
+    FROM (SELECT u.q, sum(u.df) OVER (ORDER BY u.df, u.q ROWS UNBOUNDED PRECEDING) - u.df AS before
+          FROM units u WHERE u.kind = 'term') r
+    WHERE r.before < :fts_pool
+), pool AS (
+    (SELECT m.id FROM memories m
+     WHERE CAST(:phrase_q AS text) <> '' AND m.search_tsv @@ to_tsquery('simple', CAST(:phrase_q AS text))
+       AND m.tenant_id = :tenant_id AND m.status = 'active'
       AND (CAST(:tier AS text) IS NULL OR m.tier = CAST(:tier AS text))
       AND (m.scope = 'shared'
            OR (m.scope = 'private' AND m.agent_id = CAST(:agent_id AS uuid))
            OR (m.scope = 'group' AND m.group_name = ANY(CAST(:groups AS text[]))))
-    LIMIT :fts_pool
-), fts AS (
-    SELECT p.id
-    FROM fts_pool p
-    ORDER BY ts_rank_cd(p.search_tsv, to_tsquery('simple', CAST(:tsquery AS text)), 32) DESC
-    LIMIT :candidates
+     LIMIT :fts_pool)
+    UNION
+    (SELECT m.id FROM memories m
+     WHERE CAST(:all_q AS text) <> '' AND m.search_tsv @@ to_tsquery('simple', CAST(:all_q AS text))
+       AND m.tenant_id = :tenant_id AND m.status = 'active'
+      AND (CAST(:tier AS text) IS NULL OR m.tier = CAST(:tier AS text))
+      AND (m.scope = 'shared'
+           OR (m.scope = 'private' AND m.agent_id = CAST(:agent_id AS uuid))
+           OR (m.scope = 'group' AND m.group_name = ANY(CAST(:groups AS text[]))))
+     LIMIT :fts_pool)
+    UNION
+    (SELECT m.id FROM memories m, rare r
+     WHERE r.q <> '' AND m.search_tsv @@ to_tsquery('simple', r.q)
+       AND m.tenant_id = :tenant_id AND m.status = 'active'
+      AND (CAST(:tier AS text) IS NULL OR m.tier = CAST(:tier AS text))
+      AND (m.scope = 'shared'
+           OR (m.scope = 'private' AND m.agent_id = CAST(:agent_id AS uuid))
+           OR (m.scope = 'group' AND m.group_name = ANY(CAST(:groups AS text[]))))
+     LIMIT :fts_pool)
+), cand AS (
+    SELECT id FROM vec UNION SELECT id FROM pool
+), matched AS (
+    SELECT c.id,
+           coalesce(sum(u.w) FILTER (WHERE u.kind = 'term' AND m.search_tsv @@ u.tq), 0) AS term_idf,
+           coalesce(sum(u.w) FILTER (WHERE u.kind = 'pair' AND m.search_tsv @@ u.tq), 0) AS pair_idf,
+           max(length(m.search_tsv)) AS doc_len,
+           bool_or(CAST(:phrase_q AS text) <> '' AND m.search_tsv @@ to_tsquery('simple', CAST(:phrase_q AS text)))
+               AS phrase_match
+    FROM cand c
+    JOIN memories m ON m.id = c.id
+    LEFT JOIN units u ON true
+    GROUP BY c.id
 ), scored AS (
-    SELECT m.id, m.tier,
+    SELECT m.id, m.tier, m.thread, m.position, m.occurred_at, x.phrase_match,
            1 - (m.embedding <=> CAST(:embedding AS vector)) AS vector_similarity,
-           CASE WHEN CAST(:tsquery AS text) = '' THEN 0.0
-                ELSE ts_rank_cd(m.search_tsv, to_tsquery('simple', CAST(:tsquery AS text)), 32)
-           END AS text_rank,
+           x.term_idf * (:k1 + 1) / (1 + :k1 * (1 - :b + :b * x.doc_len / tt.avglen))
+               + :phrase_weight * x.pair_idf AS text_rank,
+           x.term_idf / nullif((SELECT sum(u.w) FROM units u WHERE u.kind = 'term'), 0) AS coverage,
            greatest(extract(epoch FROM now() - coalesce(m.last_hit_at, m.created_at)) / 86400.0, 0)
                AS days_since_hit,
            (m.id IN (SELECT id FROM vec)) AS from_vector,
-           (m.id IN (SELECT id FROM fts)) AS from_text
-    FROM memories m
-    WHERE m.id IN (SELECT id FROM vec UNION SELECT id FROM fts)
+           (m.id IN (SELECT id FROM pool)) AS from_text
+    FROM matched x
+    JOIN memories m ON m.id = x.id
+    CROSS JOIN totals tt
 ), ranked AS (
     SELECT s.*,
-           (1 - :ft_weight) * s.vector_similarity + :ft_weight * s.text_rank AS relevance,
-           CASE s.tier WHEN 'hot' THEN :boost_hot WHEN 'warm' THEN :boost_warm ELSE :boost_cold END
-               AS tier_boost,
-           exp(-:alpha * s.days_since_hit) AS hotness
+           avg(s.vector_similarity) FILTER (WHERE s.from_vector) OVER () AS pool_cos_mean,
+           stddev_pop(s.vector_similarity) FILTER (WHERE s.from_vector) OVER () AS pool_cos_std,
+           rank() OVER (ORDER BY s.vector_similarity DESC) AS vector_rank,
+           CASE WHEN s.text_rank > 0 THEN rank() OVER (ORDER BY s.text_rank DESC) END AS text_rank_pos
     FROM scored s
-), top AS (
-    SELECT r.*, r.relevance * r.tier_boost * (1 - :decay_weight + :decay_weight * r.hotness) AS score
+), fused AS (
+    SELECT r.*,
+           CASE WHEN CAST(:fusion AS text) = 'rrf'
+                THEN (:w_dense / (:rrf_k + r.vector_rank)
+                      + coalesce(:w_lex / (:rrf_k + r.text_rank_pos), 0)) / ((:w_dense + :w_lex) / (:rrf_k + 1))
+                ELSE (:w_dense * r.vector_similarity + :w_lex * r.text_rank / (r.text_rank + :lex_half))
+                     / (:w_dense + :w_lex)
+           END AS fused
     FROM ranked r
-    ORDER BY score DESC, r.id
+), neighbours AS (
+    SELECT f.id, max(g.fused) AS neighbour_fused
+    FROM fused f
+    JOIN fused g ON g.thread = f.thread AND g.position IN (f.position - 1, f.position + 1)
+    WHERE :neighbour_weight > 0 AND f.thread IS NOT NULL
+    GROUP BY f.id
+), credited AS (
+    SELECT f.*,
+           coalesce(n.neighbour_fused, 0) AS neighbour_fused,
+           (CAST(:t_from AS timestamptz) IS NOT NULL AND f.occurred_at >= CAST(:t_from AS timestamptz)
+            AND f.occurred_at < CAST(:t_to AS timestamptz)) AS time_match
+    FROM fused f
+    LEFT JOIN neighbours n ON n.id = f.id
+), top AS (
+    SELECT c.*,
+           c.fused + :neighbour_weight * c.neighbour_fused
+               + CASE WHEN c.phrase_match THEN :phrase_boost ELSE 0 END AS relevance,
+           CASE c.tier WHEN 'hot' THEN :boost_hot WHEN 'warm' THEN :boost_warm ELSE :boost_cold END
+               AS tier_boost,
+           exp(-:alpha * c.days_since_hit) AS hotness,
+           (c.fused + :neighbour_weight * c.neighbour_fused
+            + CASE WHEN c.phrase_match THEN :phrase_boost ELSE 0 END)
+               * (CASE WHEN c.time_match THEN 1 + :time_weight ELSE 1 END)
+               * (CASE c.tier WHEN 'hot' THEN :boost_hot WHEN 'warm' THEN :boost_warm ELSE :boost_cold END)
+               * (1 - :decay_weight + :decay_weight * exp(-:alpha * c.days_since_hit)) AS score
+    FROM credited c
+    ORDER BY score DESC, c.id
     LIMIT :limit
 )
 SELECT t.*, m.memory_type, m.content, m.context, m.resolution, m.tags, m.summary_l0, m.overview_l1,
@@ -99,13 +187,9 @@ ORDER BY t.score DESC, t.id
 SELECT id FROM ultron_record_hits(:tenant_id, CAST(:agent_id AS uuid), CAST(:memory_ids AS uuid[]), :signal,
                                   :weight, :window_seconds) AS id
 
--- name: term_frequencies
--- Share of memories holding each of the most common lexemes (collected by ANALYZE), and the row count.
-SELECT coalesce(s.most_common_elems::text::text[], '{}') AS terms,
-       coalesce(s.most_common_elem_freqs, '{}') AS freqs,
-       (SELECT greatest(c.reltuples, 0) FROM pg_class c WHERE c.oid = 'memories'::regclass) AS rows
-FROM (SELECT 1) one
-LEFT JOIN pg_stats s ON s.schemaname = current_schema() AND s.tablename = 'memories' AND s.attname = 'search_tsv'
+-- name: refresh_term_stats
+-- Rebuild one tenant's term statistics (the lexical ranker's IDF) from its active memories.
+SELECT ultron_refresh_term_stats(:tenant_id) AS lexemes
 
 -- name: raw_knn
 -- The bare pgvector HNSW k-nearest-neighbour query: the benchmark's baseline.
@@ -128,3 +212,7 @@ SELECT :winner_id, m.segment_id, m.session_id, :tenant_id, 'merged', m.contribut
 FROM moved m
 ON CONFLICT (memory_id, segment_id)
 DO UPDATE SET contributions = memory_sources.contributions + excluded.contributions
+
+-- name: term_totals_docs
+-- How many active memories a tenant had at its last term-statistics rebuild.
+SELECT docs FROM term_totals WHERE tenant_id = :tenant_id

@@ -16,7 +16,7 @@ from ultron.hub import Hub
 from ultron.memory.reembed import reembed
 from ultron.sdk._local import LocalBackend
 
-EXPECTED_QUERIES = {"nearest_same_type", "search_memories", "record_hits", "term_frequencies", "raw_knn"}
+EXPECTED_QUERIES = {"nearest_same_type", "search_memories", "record_hits", "refresh_term_stats", "raw_knn"}
 EXPECTED_QUERIES |= {"move_memory_sources"}
 EXPECTED_QUERIES |= {
     "brief_pinned",
@@ -291,3 +291,54 @@ def test_the_dedup_band_is_recorded_with_the_model_and_settings_override_it(make
     assert (reopened.memory.hard_threshold, reopened.memory.soft_threshold) == (0.7, 0.4)
     overridden = make_hub(dedup_similarity_threshold=0.9)
     assert (overridden.memory.hard_threshold, overridden.memory.soft_threshold) == (0.9, 0.4)
+
+
+def test_migration_0010_reindexes_existing_memories_and_keeps_them_whole(db_url):
+    """A store from 0008 upgrades with its memories whole, their full text rebuilt with stems, term
+    statistics built, and the new columns empty; the downgrade restores the old tokenizer."""
+    db = Database(db_url)
+    try:
+        downgrade(db.engine, "0008_skill_front_matter")
+        with db.engine.begin() as conn:
+            tenant = conn.execute(
+                text("INSERT INTO tenants (name) VALUES ('t0010') RETURNING id")
+            ).scalar_one()
+            conn.execute(
+                text(
+                    "INSERT INTO memories (tenant_id, memory_type, content, context, content_hash, "
+                    "search_tsv) VALUES (:t, 'error', 'Researching flaky builds', "
+                    "'psycopg.errors.UniqueViolation', 'h1', "
+                    "to_tsvector('simple', 'researching flaky builds psycopg.errors.uniqueviolation'))"
+                ),
+                {"t": tenant},
+            )
+        upgrade_to_head(db.engine)
+        with db.engine.begin() as conn:
+            row = conn.execute(
+                text(
+                    "SELECT content, context, search_tsv::text AS tsv, thread, position, occurred_at "
+                    "FROM memories WHERE tenant_id = :t"
+                ),
+                {"t": tenant},
+            ).one()
+            assert (row.content, row.context) == (
+                "Researching flaky builds",
+                "psycopg.errors.UniqueViolation",
+            )
+            assert "'research'" in row.tsv and "'build'" in row.tsv
+            assert "'psycopg.errors.uniqueviolation'" in row.tsv
+            assert (row.thread, row.position, row.occurred_at) == (None, None, None)
+            stats = conn.execute(
+                text("SELECT ndoc FROM term_stats WHERE tenant_id = :t AND lexeme = 'research'"),
+                {"t": tenant},
+            ).scalar_one()
+            assert stats == 1
+        downgrade(db.engine, "0008_skill_front_matter")
+        with db.engine.begin() as conn:
+            tsv = conn.execute(
+                text("SELECT search_tsv::text FROM memories WHERE tenant_id = :t"), {"t": tenant}
+            )
+            assert "'researching'" in tsv.scalar_one()
+        upgrade_to_head(db.engine)
+    finally:
+        db.dispose()

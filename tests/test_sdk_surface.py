@@ -22,6 +22,7 @@ def test_both_clients_offer_the_same_methods():
         "get_memory_details",
         "get_memory",
         "get_contributions",
+        "get_thread",
         "edit_memory",
         "delete_memory",
         "get_memory_stats",

@@ -34,6 +34,8 @@ from ultron.memory.service import content_hash
 from ultron.memory.text import MEMORY_TYPES, embedding_text
 
 SEARCH_LIMIT = 10
+# Stored memories whose five-word phrases probe exact-phrase findability, per size.
+PHRASE_SAMPLE = 200
 # Word-frequency skew of the synthetic corpus: realistic enough that full text meets common and rare
 # terms, flat enough that two random memories are not near-duplicates under the hash thresholds.
 ZIPF_EXPONENT = 0.8
@@ -92,8 +94,13 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
-def bulk_fill(hub, tenant_id: uuid.UUID, agent_id: uuid.UUID, corpus: Corpus, count: int) -> float:  # type: ignore[no-untyped-def]
-    """Insert `count` synthetic memories with binary COPY; drop and rebuild the HNSW index around it."""
+def bulk_fill(  # type: ignore[no-untyped-def]
+    hub, tenant_id: uuid.UUID, agent_id: uuid.UUID, corpus: Corpus, count: int, keep: list | None = None
+) -> float:
+    """Insert `count` synthetic memories with binary COPY; drop and rebuild the HNSW index around it.
+
+    `keep`, when given, receives (content_hash, content) of an evenly spread sample of what was stored."""
+    stride = max(1, count // PHRASE_SAMPLE)
     from ultron.db.vectors import create_vector_index, drop_vector_index
 
     start = time.perf_counter()
@@ -128,7 +135,9 @@ def bulk_fill(hub, tenant_id: uuid.UUID, agent_id: uuid.UUID, corpus: Corpus, co
                             "text",
                         ]
                     )
-                    for m, v in zip(batch, vectors, strict=True):
+                    for j, (m, v) in enumerate(zip(batch, vectors, strict=True)):
+                        if keep is not None and (done + j) % stride == 0:
+                            keep.append((content_hash(**m), m["content"]))
                         copy.write_row(
                             (
                                 tenant_id,
@@ -159,6 +168,8 @@ def bulk_fill(hub, tenant_id: uuid.UUID, agent_id: uuid.UUID, corpus: Corpus, co
         # What autovacuum would do next: flush the GIN pending list and refresh the statistics.
         conn.autocommit = True
         conn.execute("VACUUM ANALYZE memories")
+        # And what the worker does after it: the lexical ranker's term statistics.
+        conn.execute("SELECT ultron_refresh_term_stats(%s)", (tenant_id,))
         conn.autocommit = False
     finally:
         raw.close()
@@ -187,6 +198,10 @@ class Probe:
     search_ms: list[float] = field(default_factory=list)
     knn_ms: list[float] = field(default_factory=list)
     decisions: dict[str, int] = field(default_factory=dict)
+    stored: list[tuple[str, str]] = field(default_factory=list)
+    phrase_found: int = 0
+    phrase_unique: int = 0
+    phrase_asked: int = 0
     redact_ms: list[float] = field(default_factory=list)
     redact_bytes: int = 0
 
@@ -208,6 +223,45 @@ class Probe:
         with self.hub.db.session() as s:
             self.hub.memory.search(s, self.actor, query, limit=SEARCH_LIMIT)
         self.search_ms.append((time.perf_counter() - start) * 1000.0)
+
+    def phrases(self, corpus: Corpus, count: int) -> None:
+        """Exact-phrase findability: five consecutive words of a stored memory, searched; is it in the top
+        10? Counted over the phrases that memory alone holds (most; a phrase of common words may recur)."""
+        from sqlalchemy import text
+
+        for content_hash_, content in self.stored[:count]:
+            words = content.split()
+            start = corpus.rng.randrange(0, max(1, len(words) - 5))
+            query = " ".join(words[start : start + 5])
+            phrase = fulltext.lexical_query(query).phrase_q
+            with self.hub.db.session() as s:
+                ids = (
+                    s.execute(
+                        text("SELECT id FROM memories WHERE tenant_id = :t AND content_hash = :h"),
+                        {"t": self.actor.tenant_id, "h": content_hash_},
+                    )
+                    .scalars()
+                    .all()
+                )
+                holders = (
+                    s.execute(
+                        text(
+                            "SELECT count(*) FROM memories WHERE tenant_id = :t "
+                            "AND search_tsv @@ to_tsquery('simple', :q)"
+                        ),
+                        {"t": self.actor.tenant_id, "q": phrase},
+                    ).scalar_one()
+                    if phrase
+                    else 0
+                )
+                found = {
+                    r.record.id for r in self.hub.memory.search(s, self.actor, query, limit=SEARCH_LIMIT)
+                }
+            if holders != 1 or len(ids) != 1:
+                continue
+            self.phrase_unique += 1
+            self.phrase_found += ids[0] in found
+        self.phrase_asked += min(count, len(self.stored))
 
     def knn(self, query: str) -> None:
         from ultron.db.queries import q
@@ -333,12 +387,15 @@ def run_benchmark(args: argparse.Namespace) -> int:
                 probe = Probe(size, hub, actor)
                 probes.append(probe)
                 print(f"size {size}:", file=sys.stderr)
-                probe.fill_rate = bulk_fill(hub, actor.tenant_id, actor.agent_id, corpus, size)
+                probe.fill_rate = bulk_fill(hub, actor.tenant_id, actor.agent_id, corpus, size, probe.stored)
             print("measuring (interleaved across sizes)...", file=sys.stderr)
             from ultron.cli import progress_bar
 
             with progress_bar() as bar:
                 measure(probes, corpus, args.upload_probe, args.queries, progress=bar)
+            print("exact phrases...", file=sys.stderr)
+            for p in probes:
+                p.phrases(corpus, PHRASE_SAMPLE)
         finally:
             for p in probes:
                 p.hub.close()
@@ -353,6 +410,13 @@ def run_benchmark(args: argparse.Namespace) -> int:
         "measurements interleaved across sizes"
     )
     print(report([p.row() for p in probes]))
+    for p in probes:
+        share = p.phrase_found / max(p.phrase_unique, 1)
+        print(
+            f"exact-phrase findability at {p.size}: {p.phrase_found}/{p.phrase_unique} five-word phrases "
+            f"unique to one memory put it in the top {SEARCH_LIMIT} ({share:.1%}; target >= 99%; "
+            f"{p.phrase_asked - p.phrase_unique} of {p.phrase_asked} not unique, not counted)"
+        )
     redact_ms = [ms for p in probes for ms in p.redact_ms]
     if redact_ms:
         upload_ms = [ms for p in probes for ms in p.upload_ms]

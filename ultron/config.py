@@ -74,6 +74,11 @@ class Settings(BaseSettings):
     )
     embedding_model: str | None = Field(None, description="Model name; default depends on the provider")
     embedding_dimension: int | None = Field(None, ge=8, le=16000, description="Vector size (hash/openai)")
+    local_document_prefix: Literal["query", "passage"] = Field(
+        "query",
+        description="local (e5) embedder: the prefix of stored texts; searches always use 'query: ' "
+        "(changing it needs `ultron reembed`)",
+    )
     embedding_base_url: str | None = Field(None, description="Base URL of an OpenAI-compatible embedding API")
     embedding_api_key: SecretStr | None = Field(None, description="API key for the embedding provider")
     llm_provider: LLMProviderName = Field("heuristic", description="heuristic | dashscope | openai")
@@ -123,9 +128,38 @@ class Settings(BaseSettings):
     tier_boost_hot: float = Field(1.2, gt=0, description="Score multiplier of HOT memories")
     tier_boost_warm: float = Field(1.0, gt=0, description="Score multiplier of WARM memories")
     tier_boost_cold: float = Field(0.8, gt=0, description="Score multiplier of COLD memories")
-    fulltext_weight: float = Field(0.3, ge=0, le=1, description="Share of full-text rank in relevance")
+    fulltext_weight: float = Field(
+        0.5, ge=0, le=1, description="Weight of the lexical leg in fusion (the dense leg gets 1 - this)"
+    )
     fulltext_pool: int = Field(
-        200, ge=20, le=100_000, description="Most full-text matches ranked per search; rarer terms only"
+        200, ge=20, le=100_000, description="Most full-text matches per pool (phrase, all terms, rare terms)"
+    )
+    search_fusion: Literal["rrf", "weighted"] = Field(
+        "rrf", description="Fusion of the dense and lexical legs: reciprocal rank or weighted scores"
+    )
+    rrf_k: float = Field(10.0, gt=0, description="k in reciprocal-rank fusion: weight / (k + rank)")
+    lexical_half: float = Field(
+        5.0, gt=0, description="Weighted fusion: lexical score s counts as s / (s + this)"
+    )
+    bm25_k1: float = Field(1.2, ge=0, description="BM25 k1 (term saturation; tf is 1 in short memories)")
+    bm25_b: float = Field(0.75, ge=0, le=1, description="BM25 b (length normalisation)")
+    phrase_weight: float = Field(
+        0.5, ge=0, description="Credit for each adjacent query word pair found side by side, x its IDF"
+    )
+    phrase_match_boost: float = Field(
+        0.5, ge=0, description="Added to the relevance of a memory holding all the query's words in order"
+    )
+    neighbour_weight: float = Field(
+        0.2, ge=0, le=1, description="Share of the adjacent turn's fused score a memory in a thread gets"
+    )
+    time_weight: float = Field(
+        0.5, ge=0, description="Score boost when occurred_at falls in the dates a query names"
+    )
+    relevance_floor: float | None = Field(
+        None,
+        ge=-1,
+        le=1,
+        description="Calibrated relevance under which a result is flagged low-confidence (per model)",
     )
     hit_flush_seconds: float = Field(
         1.0, ge=0, description="How often buffered search hits are written (0: only on demand and at exit)"
@@ -250,6 +284,14 @@ class Settings(BaseSettings):
         hard = self.dedup_similarity_threshold if self.dedup_similarity_threshold is not None else hard
         soft = self.dedup_soft_threshold if self.dedup_soft_threshold is not None else min(soft, hard)
         return hard, soft
+
+    @property
+    def relevance_floor_for_model(self) -> float:
+        from ultron.memory.relevance import DEFAULT_FLOOR
+
+        if self.relevance_floor is not None:
+            return self.relevance_floor
+        return DEFAULT_FLOOR.get(self.embedding_provider, 0.5)
 
     @property
     def cluster_threshold(self) -> float:

@@ -43,6 +43,7 @@ def build_embedder(settings: Settings) -> Embedder:
         timeout=settings.llm_timeout,
         max_retries=settings.llm_max_retries,
         retry_base_delay=settings.llm_retry_base_delay,
+        document_prefix=settings.local_document_prefix,
     )
     if provider in ("openai", "dashscope"):  # remote: bound each call by a deadline and a breaker
         from ultron.providers.bounded import BoundedEmbedder
@@ -105,6 +106,10 @@ class Hub:
             self.db, self.settings.hit_window_hours * 3600.0, flush_seconds=self.settings.hit_flush_seconds
         )
         self.memory = MemoryService(self.settings, self.embedder, self.intelligence, self.redactor, self.hits)
+        from ultron.memory.termstats import TermStatsKeeper
+
+        self.term_stats = TermStatsKeeper(self.db)
+        self.memory.term_stats = self.term_stats
         from ultron.ingestion.service import IngestionService
 
         self.ingestion = IngestionService(self)
@@ -124,6 +129,7 @@ class Hub:
 
         self.companion.skill_source = SkillBriefSource(self.skills, self.settings.brief_skill_limit)
         self.hits.start()
+        self.term_stats.start()
 
     @classmethod
     def open(cls, settings: Settings, *, migrate: bool = True) -> Hub:
@@ -144,6 +150,7 @@ class Hub:
         return hub
 
     def close(self) -> None:
+        self.term_stats.stop()
         self.hits.stop()
         self.db.dispose()
         # The remote providers' deadline pools (ultron/providers/bounded.py): drop what is queued.

@@ -97,6 +97,7 @@ def test_tenant_b_never_sees_tenant_a(client, keys):
     assert client.post("/memories/details", json={"ids": [mid]}, headers=b).status_code == 404
     assert client.get(f"/memories/{mid}", headers=b).status_code == 404
     assert client.get(f"/memories/{mid}/contributions", headers=b).status_code == 404
+    assert client.get(f"/memories/{mid}/thread", headers=b).status_code == 404
     assert client.patch(f"/memories/{mid}", json={"tags": ["x"]}, headers=b).status_code == 404
     assert client.delete(f"/memories/{mid}", headers=b).status_code == 404
     stats_b = client.get("/memories/stats", headers=b).json()
@@ -115,6 +116,9 @@ def test_tenant_b_never_sees_tenant_a(client, keys):
         ("/memories/upload", {"content": "x", "memory_type": "error"}, 422),  # callers cannot set the type
         ("/memories/upload", {"content": "x" * 20_001}, 422),
         ("/memories/upload", {"content": "x", "tags": ["t" * 65]}, 422),
+        ("/memories/upload", {"content": "x", "occurred_at": "2026-01-01T00:00:00"}, 422),  # no timezone
+        ("/memories/upload", {"content": "x", "position": -1}, 422),
+        ("/memories/search", {"query": "x", "min_relevance": 2}, 422),
         ("/memories/search", {"query": ""}, 422),
         ("/memories/search", {"query": "x", "detail_level": "full"}, 422),
         ("/memories/search", {"query": "x", "limit": 0}, 422),

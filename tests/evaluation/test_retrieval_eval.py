@@ -52,3 +52,48 @@ def test_eval_prints_its_metrics(pg_server_url, template_db, tmp_path, capsys):
     assert main([*args, "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["groups"]["overall"]["recall@10"] == pytest.approx(r10, abs=1e-3)
+
+
+def test_conversation_suite_prints_the_hub_beside_bm25_and_dense(
+    pg_server_url, template_db, tmp_path, capsys
+):
+    """A slice of one chat (its first 40 turns and the questions they answer, plus no-answer ones),
+    through the real upload and search path with the hash embedder; the dump holds every explain."""
+    from ultron.evaluation.conversations import DEFAULT_SET as CONVERSATIONS
+
+    rows = [json.loads(line) for line in CONVERSATIONS.read_text(encoding="utf-8").splitlines()]
+    turns = [r for r in rows if r["kind"] == "turn" and r["conv"] == "c1"][:40]
+    kept = {t["id"] for t in turns}
+    questions = [
+        r
+        for r in rows
+        if r["kind"] == "question" and r["conv"] == "c1" and (set(r["evidence"]) <= kept) and r["evidence"]
+    ]
+    questions += [r for r in rows if r["kind"] == "question" and r["category"] == "no-answer"][:5]
+    path = tmp_path / "slice.jsonl"
+    path.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in turns + questions), encoding="utf-8")
+    dump = tmp_path / "dump.json"
+    args = [
+        "eval",
+        "--suite",
+        "conversations",
+        "--embedding-provider",
+        "hash",
+        "--database-url",
+        pg_server_url,
+    ]
+    assert main([*args, "--set", str(path), "--dump", str(dump)]) == 0
+    out = capsys.readouterr().out
+    rows_out = {
+        tuple(line.split()[:2]): line.split() for line in out.splitlines() if line.startswith("overall")
+    }
+    for system in ("hub", "bm25", "dense"):
+        r1, r5, r10, mrr = map(float, rows_out[("overall", system)][3:])
+        assert 0 <= r1 <= r5 <= r10 <= 1 and 0 <= mrr <= 1
+    assert float(rows_out[("overall", "hub")][5]) > 0.3
+    assert "no-answer questions" in out
+    explained = json.loads(dump.read_text(encoding="utf-8"))
+    first = next(v for v in explained.values() if v["results"])
+    assert {"vector_rank", "text_rank_position", "fused", "neighbour_credit", "confidence"} <= set(
+        first["results"][0]
+    )

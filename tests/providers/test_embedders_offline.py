@@ -125,3 +125,14 @@ def test_local_is_safe_across_threads(local: LocalEmbedder) -> None:
 
 def test_local_embeds_nothing_for_no_texts(local: LocalEmbedder) -> None:
     assert local.embed([]) == []
+
+
+def test_local_passage_scheme_embeds_stored_texts_with_the_passage_prefix(local: LocalEmbedder) -> None:
+    """The prefix scheme is in the model name (so a store embedded under the other one is detected)."""
+    passage = LocalEmbedder("passage")
+    assert passage.model_name == "local:multilingual-e5-small-q4:query-passage" != local.model_name
+    text = ["the deploy failed with a unique violation on the ledger table"]
+    assert passage.embed(text, kind="query") == local.embed(text, kind="query")
+    assert passage.embed(text, kind="document") != local.embed(text, kind="document")
+    with pytest.raises(ValueError, match="document_prefix"):
+        LocalEmbedder("doc")

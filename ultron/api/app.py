@@ -53,6 +53,12 @@ class SearchRequest(BaseModel):
     valence: float | None = Field(None, ge=-1, le=1, description="Mood to resonate with (companion)")
     arousal: float | None = Field(None, ge=0, le=1, description="Arousal to resonate with (companion)")
     serendipity: bool | None = Field(None, description="Surface old memories when little is found")
+    min_relevance: float | None = Field(
+        None,
+        ge=-1,
+        le=1,
+        description="Relevance floor for this search (default: the model's; docs/ranking.md)",
+    )
 
 
 class SearchResponse(BaseModel):
@@ -169,6 +175,7 @@ def search_memories(request: Request, body: SearchRequest) -> SearchResponse:
             valence=body.valence,
             arousal=body.arousal,
             serendipity=body.serendipity,
+            min_relevance=body.min_relevance,
         ),
     )
     return SearchResponse(count=len(results), results=results)
@@ -212,6 +219,12 @@ def split_memory(request: Request, memory_id: UUID, body: SplitRequest) -> Split
     return call(
         request, lambda s, a: request.app.state.hub.memory.split(s, a, memory_id, body.contribution_id)
     )
+
+
+@memories.get("/{memory_id}/thread", response_model=list[MemoryRecord])
+def memory_thread(request: Request, memory_id: UUID, span: int = 2) -> list[MemoryRecord]:
+    """The memory with its neighbouring turns of the same thread (position within span), in order."""
+    return call(request, lambda s, a: request.app.state.hub.memory.thread(s, a, memory_id, span))
 
 
 @memories.patch("/{memory_id}", response_model=MemoryRecord)

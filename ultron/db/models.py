@@ -104,6 +104,13 @@ class Memory(Base):
         Index("ix_memories_tenant_hash", "tenant_id", "content_hash"),
         Index("ix_memories_tenant_created", "tenant_id", "created_at"),
         Index(
+            "ix_memories_thread",
+            "tenant_id",
+            "thread",
+            "position",
+            postgresql_where=text("thread IS NOT NULL"),
+        ),
+        Index(
             "ix_memories_search_tsv",
             "search_tsv",
             postgresql_using="gin",
@@ -147,8 +154,40 @@ class Memory(Base):
     )
     archived_reason: Mapped[str | None] = mapped_column(Text)
     archived_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # A memory's conversation or session and its place there, and when what it tells happened (all
+    # optional; migration 0010). Search credits a neighbour's match and matches a query's dates on them.
+    thread: Mapped[str | None] = mapped_column(Text)
+    position: Mapped[int | None] = mapped_column(Integer)
+    occurred_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     created_at: Mapped[datetime] = _now()
     updated_at: Mapped[datetime] = _now()
+
+
+class TermStat(Base):
+    """Document frequency of one full-text lexeme among a tenant's active memories (the ranker's IDF).
+
+    Refreshed as a whole by ultron_refresh_term_stats(tenant) (migration 0010), which the worker runs."""
+
+    __tablename__ = "term_stats"
+
+    tenant_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("tenants.id", ondelete="CASCADE"), primary_key=True
+    )
+    lexeme: Mapped[str] = mapped_column(Text, primary_key=True)
+    ndoc: Mapped[int] = mapped_column(Integer, nullable=False)
+
+
+class TermTotals(Base):
+    """How many active memories a tenant had, and their mean lexeme count, when term_stats was refreshed."""
+
+    __tablename__ = "term_totals"
+
+    tenant_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("tenants.id", ondelete="CASCADE"), primary_key=True
+    )
+    docs: Mapped[int] = mapped_column(Integer, nullable=False)
+    avg_len: Mapped[float] = mapped_column(Float, nullable=False)
+    refreshed_at: Mapped[datetime] = _now()
 
 
 class MemoryContribution(Base):

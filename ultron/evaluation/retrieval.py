@@ -194,6 +194,8 @@ def run_eval(
             actor = local_actor(session)
         started = time.perf_counter()
         ids = load_memories(hub, actor, data.memories, progress)
+        with hub.db.session() as session:  # what the worker (or the hub's own keeper) does after uploads
+            hub.memory.refresh_term_stats(session, actor.tenant_id)
         loaded = time.perf_counter() - started
         ranks: dict[str, int | None] = {}
         started = time.perf_counter()
@@ -219,6 +221,14 @@ def run_eval(
 
 
 def main(args: argparse.Namespace) -> int:
+    if getattr(args, "suite", "developer") == "conversations":
+        from ultron.evaluation.conversations import main as conversations_main
+
+        return conversations_main(args)
+    if getattr(args, "suite", "developer") == "sweep":
+        from ultron.evaluation.sweep import main as sweep_main
+
+        return sweep_main(args)
     from ultron.config import Settings
 
     data = load_set(Path(args.set) if args.set else DEFAULT_SET)
@@ -262,8 +272,20 @@ def add_parser(sub: Any) -> None:
         choices=["local", "hash", "dashscope", "openai"],
         help="embedder to evaluate (default local)",
     )
+    p.add_argument(
+        "--suite",
+        choices=["developer", "conversations", "sweep"],
+        default="developer",
+        help="developer: the 207-query en/zh set; conversations: long chats beside BM25 and dense-only; "
+        "sweep: both under each candidate fusion setting (docs/ranking.md)",
+    )
     p.add_argument("--database-url", dest="database_url", help="run on this server (a scratch database)")
-    p.add_argument("--set", default=None, help=f"evaluation JSONL (default {DEFAULT_SET.name})")
+    p.add_argument(
+        "--set", default=None, help=f"evaluation JSONL (default {DEFAULT_SET.name} or conversations.jsonl)"
+    )
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument(
+        "--dump", default=None, help="conversations: write every hub result's explain to this JSON"
+    )
     p.add_argument("--misses", action="store_true", help="list the queries whose memory is not in the top 10")
     p.set_defaults(func=main)

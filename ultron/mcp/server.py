@@ -91,7 +91,8 @@ def build_server(
         system, a task that may have been solved before. Hybrid (semantic + keyword) search; returns
         one-line summaries (detail_level l0) or overviews (l1) ranked by score. Read the promising ones
         in full with get_memory_details. valence (-1..1) / arousal (0..1) add emotional resonance;
-        explain shows every score factor (ripple, resonance, serendipity included)."""
+        explain shows every score factor (ripple, resonance, serendipity included). A result whose
+        confidence is "low" is probably unrelated to the query: treat a search of only those as no match."""
         options = {"tier": tier, "limit": limit, "detail_level": detail_level, "explain": explain}
         signals = {"valence": valence, "arousal": arousal}
         results = await run(

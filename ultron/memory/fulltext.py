@@ -1,7 +1,14 @@
-"""Full-text search that works for Chinese: Postgres' parser does not split Chinese, so jieba does.
+"""Full text for a BM25-like ranker: English stems, exact identifiers, jieba for Chinese.
 
-Documents are indexed as `to_tsvector('simple', segmented text)`; queries become an OR of their terms
-(ranked by ts_rank_cd), so a keyword query finds memories that share any informative term.
+Documents are indexed as `to_tsvector('simple', index_text(...))`: every word in order (stop words
+included, so phrases keep their positions), plain English words reduced to their Snowball stem
+("researching" and "research" meet), identifiers, versions, paths and error codes kept as written
+(`psycopg.errors.uniqueviolation`, `3.12`, `err_ssl_protocol_error`), Chinese segmented by jieba.
+
+A query becomes a `LexicalQuery`: its informative terms (stop words dropped), each weighted by its IDF
+from the tenant's term statistics (term_stats, refreshed by the worker), and the adjacent pairs of its
+words, which credit a memory holding them side by side (a phrase). The ranking itself is SQL
+(search_memories in sql/memory.sql); docs/ranking.md explains it.
 """
 
 from __future__ import annotations
@@ -9,104 +16,37 @@ from __future__ import annotations
 import logging
 import re
 import threading
-import time
+from dataclasses import dataclass
 
-from sqlalchemy.orm import Session
-
-from ultron.db.queries import q
+import snowballstemmer
 
 _WORD = re.compile(r"[\w.+#-]+", re.UNICODE)
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+_ALPHA = re.compile(r"^[a-z]+$")
 _MAX_QUERY_TERMS = 24
-_STOPWORDS = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "by",
-        "can",
-        "do",
-        "does",
-        "for",
-        "from",
-        "has",
-        "have",
-        "how",
-        "i",
-        "in",
-        "is",
-        "it",
-        "its",
-        "my",
-        "no",
-        "not",
-        "of",
-        "on",
-        "or",
-        "the",
-        "this",
-        "to",
-        "was",
-        "what",
-        "when",
-        "where",
-        "which",
-        "who",
-        "why",
-        "will",
-        "with",
-        "you",
-        "your",
-        "的",
-        "了",
-        "是",
-        "在",
-        "和",
-        "与",
-        "及",
-        "或",
-        "也",
-        "都",
-        "就",
-        "而",
-        "把",
-        "被",
-        "让",
-        "给",
-        "对",
-        "从",
-        "向",
-        "之",
-        "其",
-        "这",
-        "那",
-        "我",
-        "你",
-        "他",
-        "她",
-        "它",
-        "们",
-        "吗",
-        "呢",
-        "吧",
-        "啊",
-        "怎么",
-        "如何",
-        "为什么",
-        "什么",
-        "哪些",
-        "一个",
-        "没有",
-        "可以",
-    ]
+_MAX_PHRASE_TOKENS = 16
+# Postgres' english.stop (the Snowball list) plus a few words that carry nothing in a question.
+ENGLISH_STOP = frozenset(
+    """
+    i me my myself we our ours ourselves you your yours yourself yourselves he him his himself she her hers
+    herself it its itself they them their theirs themselves what which who whom this that these those am is
+    are was were be been being have has had having do does did doing a an the and but if or because as
+    until while of at by for with about against between into through during before after above below to
+    from up down in out on off over under again further then once here there when where why how all any
+    both each few more most other some such no nor not only own same so than too very s t can will just
+    don should now d ll m o re ve y ain aren couldn didn doesn hadn hasn haven isn ma mightn mustn needn
+    shan shouldn wasn weren won wouldn also would could may might must shall
+    """.split()
 )
+CHINESE_STOP = frozenset(
+    "的 了 是 在 和 与 及 或 也 都 就 而 把 被 让 给 对 从 向 之 其 这 那 我 你 他 她 它 们 吗 呢 吧 啊 "
+    "怎么 如何 为什么 什么 哪些 一个 没有 可以".split()
+)
+STOPWORDS = ENGLISH_STOP | CHINESE_STOP
 
 _jieba_lock = threading.Lock()
 _jieba = None
+_stem_local = threading.local()
 
 
 def _get_jieba():  # type: ignore[no-untyped-def]
@@ -127,7 +67,23 @@ def warm_up() -> None:
     _get_jieba()
 
 
-def _terms(text: str, *, for_index: bool) -> list[str]:
+def _stemmer():  # type: ignore[no-untyped-def]
+    """One Snowball stemmer per thread (a stemmer object keeps state between calls)."""
+    stemmer = getattr(_stem_local, "stemmer", None)
+    if stemmer is None:
+        stemmer = _stem_local.stemmer = snowballstemmer.stemmer("english")
+    return stemmer
+
+
+def normalize(token: str) -> str:
+    """A plain English word becomes its stem; anything else (identifiers, numbers, CJK) stays as written."""
+    token = token.strip(".-")
+    if len(token) > 2 and _ALPHA.match(token):
+        return str(_stemmer().stemWord(token))
+    return token
+
+
+def _raw_terms(text: str, *, for_index: bool) -> list[str]:
     text = text.lower()
     if not _CJK.search(text):
         return _WORD.findall(text)
@@ -140,44 +96,111 @@ def _terms(text: str, *, for_index: bool) -> list[str]:
 
 
 def index_text(*fields: str) -> str:
-    """Space-separated terms of the fields, ready for to_tsvector('simple', ...)."""
-    return " ".join(t for f in fields if f for t in _terms(f, for_index=True))
+    """Space-separated terms of the fields, in order, ready for to_tsvector('simple', ...)."""
+    out: list[str] = []
+    for field in fields:
+        if field:
+            out.extend(t for t in (normalize(r) for r in _raw_terms(field, for_index=True)) if t)
+    return " ".join(out)
 
 
-def query_text(query: str, skip: frozenset[str] = frozenset()) -> str:
-    """A to_tsquery('simple', ...) expression: the OR of the query's informative terms; '' if none."""
-    seen: dict[str, None] = {}
-    for term in _terms(query, for_index=False):
-        term = term.strip(".+#-")
-        if term and term not in _STOPWORDS and term not in skip and (len(term) > 1 or _CJK.match(term)):
-            seen.setdefault(term, None)
-    terms = list(seen)[:_MAX_QUERY_TERMS]
-    return " | ".join("'" + t.replace("'", "''").replace("\\", "") + "'" for t in terms)
+def legacy_index_text(*fields: str) -> str:
+    """The tokenizer before migration 0010 (no stems): what a downgrade rebuilds search_tsv with."""
+    return " ".join(t for f in fields if f for t in _raw_terms(f, for_index=True))
 
 
-class CommonTerms:
-    """Terms too common to rank: each matches more memories than the full-text leg can afford to score.
+def _informative(raw: str) -> bool:
+    bare = raw.strip(".+#-")
+    return bool(bare) and bare not in STOPWORDS and (len(bare) > 1 or bool(_CJK.match(bare)))
 
-    The figures come from Postgres' own lexeme statistics for the tsvector column (collected by ANALYZE,
-    so autovacuum keeps them fresh); a common term carries little information anyway (its IDF is ~0).
+
+def _quote(term: str) -> str:
+    return "'" + term.replace("'", "''").replace("\\", "") + "'"
+
+
+@dataclass(frozen=True)
+class LexicalQuery:
+    """What the SQL ranker needs from a query string (search_memories in sql/memory.sql).
+
+    lookup: the distinct normalized tokens whose document frequency is read from term_stats.
+    unit_q / unit_kind / unit_a / unit_b: one row per scoring unit, a 'term' (one informative token,
+    weight its IDF) or a 'pair' (two adjacent query tokens side by side in the memory: a phrase, weight
+    the mean IDF of the two); a and b are 1-based positions in lookup.
+    terms: the informative terms; phrase_q: the query's words from its first to its last informative
+    one, adjacent and in order ('' with fewer than two informative words).
     """
 
-    def __init__(self, max_rows: int, ttl_seconds: float = 300.0):
-        self.max_rows = max_rows
-        self.ttl_seconds = ttl_seconds
-        self._lock = threading.Lock()
-        self._terms: frozenset[str] = frozenset()
-        self._loaded_at = float("-inf")
+    lookup: list[str]
+    unit_q: list[str]
+    unit_kind: list[str]
+    unit_a: list[int]
+    unit_b: list[int]
+    terms: list[str]
+    phrase_q: str
 
-    def get(self, session: Session) -> frozenset[str]:
-        if time.monotonic() - self._loaded_at < self.ttl_seconds:
-            return self._terms
-        row = session.execute(q("term_frequencies")).one()
-        rows = float(row.rows or 0)
-        terms = frozenset(t for t, f in zip(row.terms, row.freqs, strict=False) if f * rows > self.max_rows)
-        with self._lock:
-            self._terms, self._loaded_at = terms, time.monotonic()
-        return terms
+    @property
+    def any_q(self) -> str:
+        return " | ".join(_quote(t) for t in self.terms)
 
-    def invalidate(self) -> None:
-        self._loaded_at = float("-inf")
+    @property
+    def all_q(self) -> str:
+        return " & ".join(_quote(t) for t in self.terms)
+
+    def params(self) -> dict[str, object]:
+        return {
+            "lookup": self.lookup,
+            "unit_q": self.unit_q,
+            "unit_kind": self.unit_kind,
+            "unit_a": self.unit_a,
+            "unit_b": self.unit_b,
+            "all_q": self.all_q,
+            "phrase_q": self.phrase_q,
+        }
+
+
+def lexical_query(query: str) -> LexicalQuery:
+    tokens = [(normalize(raw), _informative(raw)) for raw in _raw_terms(query, for_index=False)]
+    tokens = [(t, informative) for t, informative in tokens if t]
+    lookup: dict[str, int] = {}
+
+    def slot(term: str) -> int:
+        return lookup.setdefault(term, len(lookup) + 1)
+
+    unit_q: list[str] = []
+    kinds: list[str] = []
+    a_idx: list[int] = []
+    b_idx: list[int] = []
+    terms = list(dict.fromkeys(t for t, informative in tokens if informative))[:_MAX_QUERY_TERMS]
+    for term in terms:
+        unit_q.append(_quote(term))
+        kinds.append("term")
+        a_idx.append(slot(term))
+        b_idx.append(slot(term))
+    pairs: dict[tuple[str, str], None] = {}
+    for (a, a_informative), (b, b_informative) in zip(tokens, tokens[1:], strict=False):
+        if (a_informative or b_informative) and a != b:
+            pairs.setdefault((a, b), None)
+    for a, b in list(pairs)[:_MAX_QUERY_TERMS]:
+        unit_q.append(f"{_quote(a)} <-> {_quote(b)}")
+        kinds.append("pair")
+        a_idx.append(slot(a))
+        b_idx.append(slot(b))
+    informative_at = [i for i, (_, informative) in enumerate(tokens) if informative]
+    phrase_q = ""
+    if len(informative_at) >= 2:
+        span = tokens[informative_at[0] : informative_at[-1] + 1][:_MAX_PHRASE_TOKENS]
+        phrase_q = " <-> ".join(_quote(t) for t, _ in span)
+    return LexicalQuery(
+        lookup=list(lookup),
+        unit_q=unit_q,
+        unit_kind=kinds,
+        unit_a=a_idx,
+        unit_b=b_idx,
+        terms=terms,
+        phrase_q=phrase_q,
+    )
+
+
+def query_text(query: str) -> str:
+    """A to_tsquery('simple', ...) expression: the OR of the query's informative terms; '' if none."""
+    return lexical_query(query).any_q

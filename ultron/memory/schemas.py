@@ -40,6 +40,20 @@ class UploadRequest(BaseModel):
     group: str | None = Field(None, max_length=100, description="Group name when scope is 'group'")
     valence: float | None = Field(None, ge=-1, le=1, description="Emotional valence, -1 (negative) to 1")
     arousal: float | None = Field(None, ge=0, le=1, description="Emotional arousal, 0 (calm) to 1 (intense)")
+    thread: str | None = Field(
+        None, min_length=1, max_length=200, description="The conversation or session this memory comes from"
+    )
+    position: int | None = Field(None, ge=0, description="Its place in the thread (turn number)")
+    occurred_at: datetime | None = Field(
+        None, description="When what it tells happened (ISO 8601, with a timezone); distinct from created_at"
+    )
+
+    @field_validator("occurred_at")
+    @classmethod
+    def _aware(cls, value: datetime | None) -> datetime | None:
+        if value is not None and value.tzinfo is None:
+            raise ValueError("occurred_at needs a timezone (e.g. 2026-03-14T19:00:00Z)")
+        return value
 
     @field_validator("content")
     @classmethod
@@ -105,13 +119,30 @@ class MemoryRecord(BaseModel):
     contributions: int = Field(1, description="Uploads merged into this memory, the first included")
     valence: float | None = Field(None, description="Emotional valence -1..1, when given or inferred")
     arousal: float | None = Field(None, description="Emotional arousal 0..1, when given or inferred")
+    thread: str | None = Field(None, description="The conversation or session it comes from")
+    position: int | None = Field(None, description="Its place in the thread")
+    occurred_at: datetime | None = Field(None, description="When what it tells happened")
 
 
 class ScoreComponents(BaseModel):
     """Every factor of a search score (`explain=true`)."""
 
-    vector_similarity: float
-    text_rank: float
+    vector_similarity: float = Field(..., description="Cosine to the query (dense leg)")
+    vector_rank: int = Field(0, description="Rank among the candidates by cosine (1 = nearest)")
+    text_rank: float = Field(..., description="Lexical score: BM25-like term IDF plus phrase credit")
+    text_rank_position: int | None = Field(None, description="Rank among the candidates by text_rank")
+    text_coverage: float = Field(0.0, description="Share of the query's term IDF this memory matches")
+    fusion: str = Field("rrf", description="How the legs were fused: rrf or weighted")
+    fused: float = Field(0.0, description="The fused score of the two legs, 0..1")
+    neighbour_credit: float = Field(0.0, description="Credit from the adjacent turn of its thread")
+    time_match: bool = Field(False, description="occurred_at falls in the dates the query names")
+    phrase_match: bool = Field(False, description="Holds the query's words in order (+ phrase_match_boost)")
+    dense_z: float = Field(
+        0.0, description="Cosine in standard deviations above the mean of the dense leg's candidates"
+    )
+    calibrated_relevance: float = Field(
+        0.0, description="Relevance on the model-independent 0..1 scale the confidence floor applies to"
+    )
     relevance: float
     tier_boost: float
     hotness: float
@@ -133,9 +164,14 @@ class ScoreComponents(BaseModel):
 
 class SearchResult(BaseModel):
     record: MemoryRecord
-    similarity_score: float = Field(..., description="Fused relevance before tier and recency")
+    similarity_score: float = Field(
+        ..., description="Calibrated relevance 0..1: the scale the confidence floor applies to"
+    )
     score: float = Field(..., description="Final ranking score")
     explain: ScoreComponents | None = None
+    confidence: Literal["high", "low"] = Field(
+        "high", description="low: probably unrelated to the query (below the model's relevance floor)"
+    )
     serendipity: bool = Field(False, description="A low-weight old memory surfaced at random, not a match")
 
 

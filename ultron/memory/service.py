@@ -25,6 +25,7 @@ from ultron.db.queries import q
 from ultron.errors import Forbidden, NotFound, ValidationFailed
 from ultron.memory import document, fulltext
 from ultron.memory.hits import HitBuffer, SearchUse
+from ultron.memory.relevance import calibrated_relevance, dense_z
 from ultron.memory.schemas import (
     Contribution,
     MemoryPatch,
@@ -37,6 +38,7 @@ from ultron.memory.schemas import (
     UploadResult,
 )
 from ultron.memory.text import MEMORY_TYPES, embedding_text
+from ultron.memory.timeq import query_time_range
 from ultron.ops.metrics import counts_search, counts_upload
 from ultron.providers.base import Embedder
 from ultron.providers.heuristic import agree, conflicts
@@ -98,6 +100,9 @@ class _Prepared:
     content_hash: str
     scope: str
     group: str | None
+    thread: str | None = None
+    position: int | None = None
+    occurred_at: datetime | None = None
 
 
 def content_hash(content: str, context: str, resolution: str) -> str:
@@ -133,11 +138,12 @@ class MemoryService:
         self.intelligence = intelligence
         self.redactor = redactor
         self.hard_threshold, self.soft_threshold = settings.dedup_thresholds
-        self.common_terms = fulltext.CommonTerms(settings.fulltext_pool)
         # Set by the hub once the companion service exists.
         self.companion: CompanionHooks | None = None
         # Set by the hub: knowledge clusters (ultron/clusters/) joined in the upload's transaction.
         self.clusters: ClusterHooks | None = None
+        # Set by the hub: keeps the lexical ranker's term statistics fresh (ultron/memory/termstats.py).
+        self.term_stats: Any = None
 
     # --- helpers -------------------------------------------------------------------------------
 
@@ -188,6 +194,9 @@ class MemoryService:
             content_hash=content_hash(**fields),
             scope=req.scope,
             group=req.group if req.scope == "group" else None,
+            thread=req.thread,
+            position=req.position,
+            occurred_at=req.occurred_at,
         )
 
     def _nearest(self, session: Session, actor: Actor, p: _Prepared) -> list[tuple[UUID, float]]:
@@ -300,12 +309,17 @@ class MemoryService:
             scope=p.scope,
             group_name=p.group,
             redacted_entities=p.redacted,
+            thread=p.thread,
+            position=p.position,
+            occurred_at=p.occurred_at,
         )
         session.add(memory)
         session.flush()
         # Skills are read by the whole tenant: only shared memories feed clusters (and so skills).
         if self.clusters is not None and p.scope == "shared":
             self.clusters.assign(session, tenant_id, memory.id, p.embedding)
+        if self.term_stats is not None:
+            self.term_stats.changed(tenant_id)
         return memory
 
     def _merge(
@@ -556,8 +570,12 @@ class MemoryService:
         valence: float | None = None,
         arousal: float | None = None,
         serendipity: bool | None = None,
+        min_relevance: float | None = None,
     ) -> list[SearchResult]:
-        """Hybrid search; valence/arousal (resonance) and serendipity are optional companion signals."""
+        """Hybrid search; valence/arousal (resonance) and serendipity are optional companion signals.
+
+        min_relevance overrides the model's relevance floor: results below it are flagged low-confidence.
+        """
         if not query.strip():
             raise ValidationFailed("query must not be empty")
         if detail_level not in ("l0", "l1"):
@@ -570,29 +588,11 @@ class MemoryService:
         # Queries go to the embedding provider (maybe an external API): redact them like any text.
         query = self.redactor.redact(query[:4000]).text if self.redactor is not None else query[:4000]
         vector = np.asarray(self.embedder.embed([query], kind="query")[0], dtype=np.float32)
-        st = self.settings
         rows = session.execute(
-            q("search_memories"),
-            {
-                "tenant_id": actor.tenant_id,
-                "agent_id": actor.agent_id,
-                "groups": list(actor.groups),
-                "tier": tier,
-                "embedding": vector,
-                "tsquery": fulltext.query_text(query, self.common_terms.get(session)),
-                "candidates": max(st.search_candidates, limit),
-                "fts_pool": st.fulltext_pool,
-                "ft_weight": st.fulltext_weight,
-                "boost_hot": st.tier_boost_hot,
-                "boost_warm": st.tier_boost_warm,
-                "boost_cold": st.tier_boost_cold,
-                "alpha": st.decay_alpha,
-                "decay_weight": st.time_decay_weight,
-                "limit": limit,
-                "window_seconds": st.hit_window_hours * 3600.0,
-            },
+            q("search_memories"), self._search_params(actor, query, vector, tier, limit)
         ).all()
-        results = [self._search_result(row, detail_level, explain) for row in rows]
+        floor = self.settings.relevance_floor_for_model if min_relevance is None else min_relevance
+        results = [self._search_result(row, detail_level, explain, floor) for row in rows]
         if explain:
             matched = document.matched_contributions(
                 session, actor.tenant_id, query, [r.record.id for r in results]
@@ -620,7 +620,46 @@ class MemoryService:
             )
         return results
 
-    def _search_result(self, row: Any, detail_level: str, explain: bool) -> SearchResult:
+    def _search_params(
+        self, actor: Actor, query: str, vector: np.ndarray, tier: str | None, limit: int
+    ) -> dict[str, Any]:
+        st = self.settings
+        span = query_time_range(query)
+        return {
+            "tenant_id": actor.tenant_id,
+            "agent_id": actor.agent_id,
+            "groups": list(actor.groups),
+            "tier": tier,
+            "embedding": vector,
+            **fulltext.lexical_query(query).params(),
+            "candidates": max(st.search_candidates, limit),
+            "fts_pool": st.fulltext_pool,
+            "k1": st.bm25_k1,
+            "b": st.bm25_b,
+            "phrase_weight": st.phrase_weight,
+            "phrase_boost": st.phrase_match_boost,
+            "fusion": st.search_fusion,
+            "w_dense": 1.0 - st.fulltext_weight,
+            "w_lex": st.fulltext_weight,
+            "rrf_k": st.rrf_k,
+            "lex_half": st.lexical_half,
+            "neighbour_weight": st.neighbour_weight,
+            "t_from": span[0] if span else None,
+            "t_to": span[1] if span else None,
+            "time_weight": st.time_weight,
+            "boost_hot": st.tier_boost_hot,
+            "boost_warm": st.tier_boost_warm,
+            "boost_cold": st.tier_boost_cold,
+            "alpha": st.decay_alpha,
+            "decay_weight": st.time_decay_weight,
+            "limit": limit,
+        }
+
+    def refresh_term_stats(self, session: Session, tenant_id: UUID) -> int:
+        """Rebuild a tenant's term statistics (IDF) from its active memories; the worker runs this."""
+        return int(session.execute(q("refresh_term_stats"), {"tenant_id": tenant_id}).scalar_one() or 0)
+
+    def _search_result(self, row: Any, detail_level: str, explain: bool, floor: float) -> SearchResult:
         record = MemoryRecord(
             id=row.id,
             memory_type=row.memory_type,
@@ -644,12 +683,26 @@ class MemoryService:
             contributions=int(row.contributions),
             valence=row.valence,
             arousal=row.arousal,
+            thread=row.thread,
+            position=row.position,
+            occurred_at=row.occurred_at,
         )
+        calibrated = calibrated_relevance(self.settings.embedding_provider, row)
         components = None
         if explain:
             components = ScoreComponents(
                 vector_similarity=float(row.vector_similarity),
+                vector_rank=int(row.vector_rank),
                 text_rank=float(row.text_rank),
+                text_rank_position=None if row.text_rank_pos is None else int(row.text_rank_pos),
+                text_coverage=float(row.coverage or 0.0),
+                fusion=self.settings.search_fusion,
+                fused=float(row.fused),
+                neighbour_credit=self.settings.neighbour_weight * float(row.neighbour_fused),
+                time_match=bool(row.time_match),
+                phrase_match=bool(row.phrase_match),
+                dense_z=dense_z(row),
+                calibrated_relevance=calibrated,
                 relevance=float(row.relevance),
                 tier_boost=float(row.tier_boost),
                 hotness=float(row.hotness),
@@ -661,9 +714,10 @@ class MemoryService:
             )
         return SearchResult(
             record=project(record, detail_level),
-            similarity_score=float(row.relevance),
+            similarity_score=calibrated,
             score=float(row.score),
             explain=components,
+            confidence="high" if calibrated >= floor else "low",
         )
 
     # --- reads ---------------------------------------------------------------------------------
@@ -716,6 +770,29 @@ class MemoryService:
             self.companion.after_details(session, actor, ids)
         fresh = self._records(session, ids, actor)
         return [fresh[i] for i in ids]
+
+    def thread(self, session: Session, actor: Actor, memory_id: UUID, span: int = 2) -> list[MemoryRecord]:
+        """The memory with its neighbouring turns (same thread, position within span), in order; the memory
+        alone when it has no thread. Like get, counts no hit."""
+        if not 0 <= span <= 50:
+            raise ValidationFailed("span must be between 0 and 50")
+        memory = self.get(session, actor, memory_id)
+        if memory.thread is None or memory.position is None:
+            return [memory]
+        stmt = (
+            select(Memory.id)
+            .where(
+                Memory.tenant_id == actor.tenant_id,
+                Memory.thread == memory.thread,
+                Memory.status == "active",
+                Memory.position.between(memory.position - span, memory.position + span),
+                self._visible(actor),
+            )
+            .order_by(Memory.position, Memory.created_at)
+        )
+        ids = list(session.execute(stmt).scalars())
+        records = self._records(session, ids, actor)
+        return [records[i] for i in ids if i in records]
 
     def contributions(self, session: Session, actor: Actor, memory_id: UUID) -> list[Contribution]:
         self.get(session, actor, memory_id)
@@ -857,6 +934,9 @@ def to_record(m: Memory, agent: str | None, contributions: int) -> MemoryRecord:
         contributions=int(contributions),
         valence=m.valence,
         arousal=m.arousal,
+        thread=m.thread,
+        position=m.position,
+        occurred_at=m.occurred_at,
     )
 
 

@@ -47,15 +47,16 @@ def make_embedder(
     timeout: float = 30.0,
     max_retries: int = 2,
     retry_base_delay: float = 0.5,
+    document_prefix: str = "query",
 ) -> Embedder:
-    """An embedder for provider "hash", "local", "openai" or "dashscope"."""
+    """An embedder for provider "hash", "local", "openai" or "dashscope" (document_prefix: local only)."""
     name = _normalized(provider, EMBEDDING_PROVIDERS, "embedding")
     if name == "hash":
         return HashEmbedder(dimension or DEFAULT_DIMENSION)
     if name == "local":
         if dimension not in (None, local.DIMENSION):
             raise ProviderConfigError(f"the local embedder has dimension {local.DIMENSION}, not {dimension}")
-        return LocalEmbedder()
+        return LocalEmbedder(document_prefix)
     key = _require_key(api_key, name, "embedding")
     if name == "openai":
         return OpenAIEmbedder(

@@ -11,10 +11,14 @@ import numpy as np
 from ultron.providers.base import EmbedKind, ProviderError, normalize_rows
 
 PROVIDER = "local"
-# Memories and queries are both embedded with e5's "query: " prefix (its advice for symmetric tasks):
-# on the calibration set this lifts dedup ROC-AUC from 0.841 to 0.918 and retrieval MRR from 0.812 to
-# 0.877 over "passage: " documents (docs/embeddings.md). The name records the choice in the database.
+# The prefix scheme is part of the model's name in the database (embedding_profile), so a store embedded
+# under the other scheme is detected and `ultron reembed` moves it. "query": memories and queries both get
+# e5's "query: " prefix (its advice for symmetric tasks; on the calibration set dedup ROC-AUC 0.918 vs
+# 0.841 and developer-suite MRR 0.877 vs 0.812 over "passage: " documents). "passage": stored texts get
+# "passage: " and searches "query: " (e5's asymmetric retrieval advice; dense-only conversation recall
+# R@10 0.879 vs 0.831, MRR 0.694 vs 0.578). docs/embeddings.md and docs/ranking.md hold the measurements.
 MODEL_NAME = "local:multilingual-e5-small-q4:query"
+MODEL_NAMES = {"query": MODEL_NAME, "passage": "local:multilingual-e5-small-q4:query-passage"}
 DIMENSION = 384
 # Texts per engine call: big enough to keep its threads busy, small enough to bound one call's memory.
 BATCH_SIZE = 32
@@ -42,17 +46,22 @@ def _load_model() -> Any:
 
 
 class LocalEmbedder:
-    """E5 embeddings computed in-process, every text with the 'query: ' prefix (see MODEL_NAME)."""
+    """E5 embeddings computed in-process; queries with 'query: ', stored texts per document_prefix."""
 
-    model_name = MODEL_NAME
     dimension = DIMENSION
+
+    def __init__(self, document_prefix: str = "query"):
+        if document_prefix not in MODEL_NAMES:
+            raise ValueError(f"document_prefix must be one of {sorted(MODEL_NAMES)}, not {document_prefix!r}")
+        self.document_prefix = document_prefix
+        self.model_name = MODEL_NAMES[document_prefix]
 
     def embed(self, texts: Sequence[str], *, kind: EmbedKind = "document") -> list[list[float]]:
         texts = list(texts)
         if not texts:
             return []
         model = _load_model()
-        encode = model.query  # for both kinds: see MODEL_NAME
+        encode = model.passage if kind == "document" and self.document_prefix == "passage" else model.query
         rows: list[list[float]] = []
         for start in range(0, len(texts), BATCH_SIZE):
             with _engine_lock:

@@ -144,9 +144,17 @@ class Ultron:
         valence: float | None = None,
         arousal: float | None = None,
         serendipity: bool | None = None,
+        min_relevance: float | None = None,
     ) -> list[SearchResult]:
-        """Hybrid search; a mood (valence/arousal) adds emotional resonance, serendipity old surprises."""
-        signals = {"valence": valence, "arousal": arousal, "serendipity": serendipity}
+        """Hybrid search; a mood (valence/arousal) adds emotional resonance, serendipity old surprises.
+
+        Each result carries `confidence` ("low" below the relevance floor; min_relevance overrides it)."""
+        signals = {
+            "valence": valence,
+            "arousal": arousal,
+            "serendipity": serendipity,
+            "min_relevance": min_relevance,
+        }
         return self._backend.search(
             query,
             tier=tier,
@@ -161,6 +169,10 @@ class Ultron:
 
     def get_memory(self, memory_id: UUID | str) -> MemoryRecord:
         return self._backend.get(_uuid(memory_id))
+
+    def get_thread(self, memory_id: UUID | str, span: int = 2) -> list[MemoryRecord]:
+        """The memory with its neighbouring turns of the same conversation (position within span)."""
+        return self._backend.thread(_uuid(memory_id), span)
 
     def get_contributions(self, memory_id: UUID | str) -> list[Contribution]:
         return self._backend.contributions(_uuid(memory_id))

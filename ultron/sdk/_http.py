@@ -126,6 +126,10 @@ class HttpBackend:
     def get(self, memory_id: UUID) -> MemoryRecord:
         return MemoryRecord.model_validate(self._request("GET", f"/memories/{memory_id}"))
 
+    def thread(self, memory_id: UUID, span: int) -> list[MemoryRecord]:
+        data = self._request("GET", f"/memories/{memory_id}/thread", params={"span": span})
+        return [MemoryRecord.model_validate(r) for r in data]
+
     def contributions(self, memory_id: UUID) -> list[Contribution]:
         return [
             Contribution.model_validate(c)

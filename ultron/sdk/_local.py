@@ -84,6 +84,9 @@ class LocalBackend:
     def get(self, memory_id: UUID) -> MemoryRecord:
         return self._run(lambda s, a: self.hub.memory.get(s, a, memory_id))
 
+    def thread(self, memory_id: UUID, span: int) -> list[MemoryRecord]:
+        return self._run(lambda s, a: self.hub.memory.thread(s, a, memory_id, span))
+
     def contributions(self, memory_id: UUID) -> list[Contribution]:
         return self._run(lambda s, a: self.hub.memory.contributions(s, a, memory_id))
 

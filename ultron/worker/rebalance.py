@@ -39,6 +39,8 @@ def rebalance_tenant(session: Session, settings: Settings, tenant_id: UUID) -> d
             "personal_types": list(PERSONAL_TYPES),
         },
     ).one()
+    # The archive changed the active set: rebuild the lexical ranker's term statistics (IDF) too.
+    session.execute(q("refresh_term_stats"), {"tenant_id": tenant_id})
     return {key: int(getattr(row, key)) for key in COUNT_KEYS}
 
 

@@ -1,0 +1,198 @@
+"""The lexical ranker (issue 15): IDF from term statistics, stems, exact identifiers, phrases, no absolute
+common-term cutoff; conversation place and time; calibrated confidence."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+
+import pytest
+from sqlalchemy import text
+
+from ultron.memory import fulltext
+from ultron.memory.schemas import UploadRequest
+from ultron.memory.timeq import query_time_range
+from ultron.tenancy import local_actor
+
+
+@pytest.fixture()
+def hub(make_hub):  # type: ignore[no-untyped-def]
+    """Only exact duplicates merge: the ranking is what is under test."""
+    return make_hub(dedup_similarity_threshold=0.999, dedup_soft_threshold=0.999)
+
+
+def add(hub, content, **fields):  # type: ignore[no-untyped-def]
+    with hub.db.session() as s:
+        return hub.memory.upload(s, local_actor(s), UploadRequest(content=content, **fields)).record
+
+
+def refresh(hub) -> None:  # type: ignore[no-untyped-def]
+    with hub.db.session() as s:
+        hub.memory.refresh_term_stats(s, local_actor(s).tenant_id)
+
+
+def search(hub, query, **kw):  # type: ignore[no-untyped-def]
+    with hub.db.session() as s:
+        return hub.memory.search(s, local_actor(s), query, **kw)
+
+
+def test_index_text_stems_english_and_keeps_identifiers_exact():
+    doc = fulltext.index_text("Researching why psycopg.errors.UniqueViolation broke on Python 3.12 builds")
+    assert doc.split() == [
+        "research",
+        "whi",
+        "psycopg.errors.uniqueviolation",
+        "broke",
+        "on",
+        "python",
+        "3.12",
+        "build",
+    ]
+    q = fulltext.lexical_query("What did they research about the builds?")
+    assert q.terms == ["research", "build"]  # "did", "what", "they", "about", "the" are stop words
+    assert fulltext.index_text("ERR_SSL_PROTOCOL_ERROR in node-18") == "err_ssl_protocol_error in node-18"
+
+
+def test_stemming_matches_other_word_forms(hub):
+    target = add(hub, "Caroline has been researching adoption agencies for months")
+    add(hub, "the weather in the mountains was cold and windy")
+    refresh(hub)
+    results = search(hub, "what did Caroline research about adopting", explain=True)
+    assert results[0].record.id == target.id
+    assert results[0].explain.text_rank > 0 and results[0].explain.text_rank_position == 1
+
+
+def test_rare_terms_outweigh_common_ones(hub):
+    """IDF: the word every memory shares cannot decide the ranking; the rare one does."""
+    for i in range(12):
+        add(hub, f"Melanie talked about her weekend plans number {i} with friends")
+    rare = add(hub, "I finally bought a pottery wheel")
+    common_heavy = add(hub, "Melanie Melanie said Melanie likes Melanie things")
+    refresh(hub)
+    results = search(hub, "Melanie pottery wheel", explain=True)
+    assert results[0].record.id == rare.id
+    by_id = {r.record.id: r.explain for r in results}
+    assert by_id[rare.id].text_rank > by_id[common_heavy.id].text_rank
+
+
+def test_adjacent_query_words_rank_a_phrase_first(hub):
+    scattered = add(hub, "the green light on the river bank turned red before the bridge")
+    phrase = add(hub, "we stopped at the red bridge near the old mill")
+    refresh(hub)
+    results = search(hub, "red bridge", explain=True)
+    assert results[0].record.id == phrase.id
+    by_id = {r.record.id: r.explain for r in results}
+    assert by_id[phrase.id].text_rank > by_id[scattered.id].text_rank
+
+
+def test_a_phrase_of_common_words_is_found_past_the_old_absolute_cutoff(make_hub):
+    """Before: terms matching more than 200 memories were dropped, so a query made of them found nothing
+    by text. Now the phrase pool finds the one memory holding the five words in order."""
+    hub = make_hub(dedup_similarity_threshold=0.999, dedup_soft_threshold=0.999, fulltext_pool=20)
+    words = ["north", "window", "garden", "yellow", "letter", "morning", "street"]
+    with hub.db.session() as s:
+        actor = local_actor(s)
+        for i in range(60):
+            order = words[i % 7 :] + words[: i % 7]
+            content = f"note {i}: " + " ".join(reversed(order)) + f" item{i}"
+            hub.memory.upload(s, actor, UploadRequest(content=content))
+    target = add(hub, "note x: north window garden yellow letter and more")
+    refresh(hub)
+    results = search(hub, "north window garden yellow letter", explain=True, limit=10)
+    assert results[0].record.id == target.id
+    assert results[0].explain.from_text
+
+
+def test_stats_are_rebuilt_from_active_memories(hub):
+    add(hub, "kafka consumer lag grows after a rebalance")
+    b = add(hub, "kafka broker disk fills with old segments")
+    refresh(hub)
+    with hub.db.session() as s:
+        ndoc = s.execute(text("SELECT ndoc FROM term_stats WHERE lexeme = 'kafka'")).scalar_one()
+        docs = s.execute(text("SELECT docs FROM term_totals")).scalar_one()
+        assert (ndoc, docs) == (2, 2)
+        s.execute(text("UPDATE memories SET status = 'archived' WHERE id = :id"), {"id": b.id})
+    refresh(hub)
+    with hub.db.session() as s:
+        assert s.execute(text("SELECT ndoc FROM term_stats WHERE lexeme = 'kafka'")).scalar_one() == 1
+
+
+def test_the_hub_keeps_term_stats_fresh_without_the_worker(hub):
+    """The keeper rebuilds a tenant's statistics in the background once enough memories changed."""
+    from ultron.memory.termstats import MIN_CHANGES
+
+    for i in range(2 * MIN_CHANGES + 1):
+        add(hub, f"grafana panel {i} shows no data after the upgrade")
+    deadline = time.monotonic() + 30
+    ndoc = 0
+    while time.monotonic() < deadline:
+        with hub.db.session() as s:
+            ndoc = s.execute(text("SELECT max(ndoc) FROM term_stats WHERE lexeme = 'grafana'")).scalar() or 0
+        if ndoc >= MIN_CHANGES:
+            break
+        time.sleep(0.2)
+    assert ndoc >= MIN_CHANGES
+
+
+def test_thread_position_and_occurred_at_are_stored_and_explained(make_hub):
+    hub = make_hub(dedup_similarity_threshold=0.999, dedup_soft_threshold=0.999, neighbour_weight=0.3)
+    when = datetime(2026, 2, 7, 20, 15, tzinfo=UTC)
+    subject = add(
+        hub, "Jonas: have you read the book I lent you?", thread="chat-1", position=1, occurred_at=when
+    )
+    answer = add(hub, "Maya: loved it, the ending made me cry", thread="chat-1", position=2, occurred_at=when)
+    add(hub, "Maya: the weather is awful today", thread="chat-2", position=1)
+    refresh(hub)
+    assert answer.thread == "chat-1" and answer.position == 2 and answer.occurred_at == when
+    results = search(hub, "what did Maya think of the book Jonas lent", explain=True)
+    by_id = {r.record.id: r.explain for r in results}
+    assert by_id[answer.id].neighbour_credit > 0 and by_id[subject.id].neighbour_credit > 0
+    dated = {r.record.id: r.explain for r in search(hub, "what happened in February 2026", explain=True)}
+    assert dated[answer.id].time_match and not any(
+        e.time_match for i, e in dated.items() if i not in (answer.id, subject.id)
+    )
+
+
+def test_occurred_at_needs_a_timezone():
+    with pytest.raises(ValueError, match="timezone"):
+        UploadRequest(content="x", occurred_at=datetime(2026, 1, 1))  # noqa: DTZ001
+
+
+def test_query_time_range():
+    assert query_time_range("what did she do in March 2026?") == (
+        datetime(2026, 3, 1, tzinfo=UTC),
+        datetime(2026, 4, 1, tzinfo=UTC),
+    )
+    assert query_time_range("2026年5月发生了什么") == (
+        datetime(2026, 5, 1, tzinfo=UTC),
+        datetime(2026, 6, 1, tzinfo=UTC),
+    )
+    assert query_time_range("late December 2025")[1] == datetime(2026, 1, 1, tzinfo=UTC)
+    assert query_time_range("how do I fix the build") is None
+
+
+def test_unrelated_results_are_flagged_low_confidence(make_hub):
+    hub = make_hub(dedup_similarity_threshold=0.999, dedup_soft_threshold=0.999)
+    add(hub, "pandas import error: numpy.dtype size changed, may indicate binary incompatibility")
+    add(hub, "webpack build runs out of memory on the CI runner")
+    refresh(hub)
+    unrelated = search(hub, "postgres connection refused", explain=True)
+    assert all(r.confidence == "low" for r in unrelated)
+    related = search(hub, "pandas numpy dtype size changed", explain=True)
+    assert related[0].confidence == "high"
+    assert all(
+        r.confidence == "low" for r in search(hub, "pandas numpy dtype size changed", min_relevance=1.01)
+    )
+
+
+def test_thread_returns_the_neighbouring_turns_in_order(hub):
+    turns = [
+        add(hub, f"turn {i}: {word} about the weekend", thread="t-1", position=i)
+        for i, word in enumerate(["alpha", "bravo", "charlie", "delta", "echo"])
+    ]
+    add(hub, "another chat entirely, about the weather", thread="t-2", position=2)
+    with hub.db.session() as s:
+        around = hub.memory.thread(s, local_actor(s), turns[2].id, span=1)
+        alone = hub.memory.thread(s, local_actor(s), add(hub, "no thread here").id)
+    assert [r.id for r in around] == [t.id for t in turns[1:4]]
+    assert len(alone) == 1

@@ -1,0 +1,93 @@
+"""Keeps each tenant's term statistics (the lexical ranker's IDF, term_stats / term_totals) fresh.
+
+The statistics are rebuilt per tenant by one SQL function (ultron_refresh_term_stats, migration 0010,
+ts_stat over the tenant's active memories). The worker's cycle rebuilds every tenant; between cycles this
+keeper counts the memories a hub process creates or rewrites and, once a tenant has changed by
+`max(MIN_CHANGES, SHARE x its size at the last rebuild)`, rebuilds it on a background thread, off the
+request path (a process that has not rebuilt a tenant yet counts its size as 0: the first rebuild comes
+after MIN_CHANGES uploads, so a handful of uploads never triggers a background write). Stale statistics
+only blur IDF (a new term counts as rare); with none yet every term weighs the same. They never hide a
+memory.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from uuid import UUID
+
+from ultron.db.engine import Database
+from ultron.db.queries import q
+
+log = logging.getLogger(__name__)
+
+MIN_CHANGES = 20
+SHARE = 0.05
+
+
+class TermStatsKeeper:
+    def __init__(self, db: Database):
+        self.db = db
+        self._changes: dict[UUID, int] = {}
+        self._size: dict[UUID, int] = {}
+        self._dirty: set[UUID] = set()
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def changed(self, tenant_id: UUID, n: int = 1) -> None:
+        """Called after a memory of the tenant was created or its text rewritten."""
+        with self._lock:
+            self._changes[tenant_id] = self._changes.get(tenant_id, 0) + n
+            size = self._size.get(tenant_id, 0)
+            due = self._changes[tenant_id] >= max(MIN_CHANGES, SHARE * size)
+            if due:
+                self._dirty.add(tenant_id)
+        if due:
+            self._wake.set()
+
+    def refresh(self, tenant_id: UUID) -> int:
+        """Rebuild one tenant's statistics now, in its own transaction; returns the number of lexemes."""
+        with self.db.session() as session:
+            lexemes = int(
+                session.execute(q("refresh_term_stats"), {"tenant_id": tenant_id}).scalar_one() or 0
+            )
+            docs = session.execute(q("term_totals_docs"), {"tenant_id": tenant_id}).scalar_one_or_none()
+        with self._lock:
+            self._changes[tenant_id] = 0
+            self._size[tenant_id] = int(docs or 0)
+        return lexemes
+
+    def flush(self) -> None:
+        with self._lock:
+            dirty, self._dirty = self._dirty, set()
+        for tenant_id in dirty:
+            try:
+                self.refresh(tenant_id)
+            except Exception:  # the next change retries; search keeps the old statistics meanwhile
+                log.exception("refreshing term statistics of tenant %s failed", tenant_id)
+                with self._lock:
+                    self._dirty.add(tenant_id)
+
+    def start(self) -> None:
+        if self._thread is not None:
+            return
+        self._thread = threading.Thread(target=self._run, name="ultron-term-stats", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._wake.wait(timeout=5.0)
+            self._wake.clear()
+            # Let the upload that asked commit first (the rebuild reads committed memories only).
+            self._stop.wait(0.5)
+            if self._dirty:
+                self.flush()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+            self._thread = None
