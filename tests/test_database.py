@@ -13,6 +13,7 @@ from ultron.db.models import Base
 from ultron.db.queries import all_queries, parse_queries, q
 from ultron.errors import DatabaseSetupError, EmbeddingModelMismatch
 from ultron.hub import Hub
+from ultron.memory.fulltext import index_text
 from ultron.memory.reembed import reembed
 from ultron.sdk._local import LocalBackend
 
@@ -260,7 +261,8 @@ def test_migration_0009_makes_merged_away_uploads_findable_and_keeps_every_row(d
         with db.engine.begin() as conn:
             found = (
                 conn.execute(
-                    text("SELECT id FROM memories WHERE search_tsv @@ to_tsquery('simple', 'numpy & cron')")
+                    text("SELECT id FROM memories WHERE search_tsv @@ plainto_tsquery('simple', :q)"),
+                    {"q": index_text("numpy cron")},  # the head's tokenizer (0010 stems English words)
                 )
                 .scalars()
                 .all()
