@@ -216,4 +216,7 @@ def create_app(hub: Hub, *, allow_open: bool = False) -> FastAPI:
 
     app.include_router(skills)
     app.include_router(clusters)
+    from ultron.groups.router import router as groups  # imports `call` from this module
+
+    app.include_router(groups)
     return app

@@ -64,12 +64,38 @@ class Agent(Base):
     # sha256 of the full key; the prefix lets an operator recognise a key without storing it.
     key_hash: Mapped[str | None] = mapped_column(Text, unique=True)
     key_prefix: Mapped[str | None] = mapped_column(Text)
-    groups: Mapped[list[str]] = mapped_column(ARRAY(Text), nullable=False, server_default=text("'{}'"))
     # Admin agents may edit and delete any memory of their tenant; others only their own.
     is_admin: Mapped[bool] = mapped_column(Boolean, nullable=False, server_default=text("false"))
     created_at: Mapped[datetime] = _now()
     revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     last_seen_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class AgentGroup(Base):
+    """A named group of agents in a tenant; memories with scope 'group' are visible to its members only."""
+
+    __tablename__ = "agent_groups"
+    __table_args__ = (UniqueConstraint("tenant_id", "name", name="uq_agent_groups_tenant_name"),)
+
+    id: Mapped[uuid.UUID] = _uuid_pk()
+    tenant_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False
+    )
+    name: Mapped[str] = mapped_column(Text, nullable=False)
+    created_at: Mapped[datetime] = _now()
+
+
+class GroupMember(Base):
+    __tablename__ = "group_members"
+    __table_args__ = (Index("ix_group_members_agent", "agent_id"),)
+
+    group_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("agent_groups.id", ondelete="CASCADE"), primary_key=True
+    )
+    agent_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("agents.id", ondelete="CASCADE"), primary_key=True
+    )
+    added_at: Mapped[datetime] = _now()
 
 
 class EmbeddingProfile(Base):

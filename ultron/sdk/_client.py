@@ -13,6 +13,7 @@ import httpx
 from ultron.clusters.schemas import ClusterDetail, ClusterSummary
 from ultron.companion.schemas import Brief, Dream, ReflectionRequest, ReflectionResult
 from ultron.config import Settings
+from ultron.groups.schemas import GroupInfo
 from ultron.ingestion.schemas import ImportStatus, IngestResult, IngestTextResult
 from ultron.memory.schemas import (
     Contribution,
@@ -193,6 +194,32 @@ class Ultron:
             group=group,
         )
         return self._backend.reflect(req)
+
+    # --- groups -------------------------------------------------------------------------------------
+
+    def list_groups(self) -> list[GroupInfo]:
+        """Every group of the tenant (admin) or the caller's own, with members and memory counts."""
+        return self._backend.list_groups()
+
+    def agent_groups(self, agent: str | None = None) -> list[str]:
+        """The groups of `agent` (default: this client's agent; another agent's needs an admin)."""
+        return self._backend.agent_groups(agent)
+
+    def create_group(self, name: str) -> GroupInfo:
+        """Create a group (admin)."""
+        return self._backend.create_group(name)
+
+    def delete_group(self, name: str) -> None:
+        """Delete a group (admin); refused while it still holds memories."""
+        self._backend.delete_group(name)
+
+    def add_to_group(self, group: str, agent: str) -> GroupInfo:
+        """Add `agent` to `group` (admin)."""
+        return self._backend.add_member(group, agent)
+
+    def remove_from_group(self, group: str, agent: str) -> GroupInfo:
+        """Remove `agent` from `group` (admin)."""
+        return self._backend.remove_member(group, agent)
 
     # --- ingestion and trajectories -------------------------------------------------------------
 

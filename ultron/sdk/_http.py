@@ -21,6 +21,7 @@ from ultron.errors import (
     Unauthorized,
     ValidationFailed,
 )
+from ultron.groups.schemas import GroupInfo
 from ultron.ingestion.schemas import ImportStatus, IngestFile, IngestResult, IngestTextResult
 from ultron.memory.schemas import (
     Contribution,
@@ -133,6 +134,27 @@ class HttpBackend:
     def reflect(self, req: ReflectionRequest) -> ReflectionResult:
         body = req.model_dump(mode="json")
         return ReflectionResult.model_validate(self._request("POST", "/reflections", json=body))
+
+    def list_groups(self) -> list[GroupInfo]:
+        return [GroupInfo.model_validate(g) for g in self._request("GET", "/groups")]
+
+    def agent_groups(self, agent: str | None) -> list[str]:
+        path = "/agents/me/groups" if agent is None else f"/agents/{quote(agent, safe='')}/groups"
+        return list(self._request("GET", path))
+
+    def create_group(self, name: str) -> GroupInfo:
+        return GroupInfo.model_validate(self._request("POST", "/groups", json={"name": name}))
+
+    def delete_group(self, name: str) -> None:
+        self._request("DELETE", f"/groups/{quote(name, safe='')}")
+
+    def add_member(self, group: str, agent: str) -> GroupInfo:
+        path = f"/groups/{quote(group, safe='')}/members/{quote(agent, safe='')}"
+        return GroupInfo.model_validate(self._request("PUT", path))
+
+    def remove_member(self, group: str, agent: str) -> GroupInfo:
+        path = f"/groups/{quote(group, safe='')}/members/{quote(agent, safe='')}"
+        return GroupInfo.model_validate(self._request("DELETE", path))
 
     def ingest_files(self, files: list[IngestFile]) -> IngestResult:
         parts = [("files", (f.name, f.content, "application/octet-stream")) for f in files]

@@ -1,0 +1,81 @@
+"""Groups are rows of their own: `agent_groups` (per tenant) and `group_members`.
+
+Until now an agent's groups were a text array on `agents` that nothing but SQL could set. The array's
+values become groups and memberships; every group a memory names becomes a group too (with no members
+until an admin adds them), so no group memory is left pointing at nothing. Downgrade writes the
+memberships back into the array.
+
+Revision ID: 0011_groups
+Revises: 0008_skill_front_matter
+Create Date: 2026-12-01
+"""
+
+from alembic import op
+
+revision = "0011_groups"
+down_revision = "0008_skill_front_matter"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    op.execute(
+        """
+        CREATE TABLE agent_groups (
+            id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+            tenant_id uuid NOT NULL REFERENCES tenants(id) ON DELETE CASCADE,
+            name text NOT NULL,
+            created_at timestamptz NOT NULL DEFAULT now(),
+            CONSTRAINT uq_agent_groups_tenant_name UNIQUE (tenant_id, name)
+        )
+        """
+    )
+    op.execute(
+        """
+        CREATE TABLE group_members (
+            group_id uuid NOT NULL REFERENCES agent_groups(id) ON DELETE CASCADE,
+            agent_id uuid NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+            added_at timestamptz NOT NULL DEFAULT now(),
+            PRIMARY KEY (group_id, agent_id)
+        )
+        """
+    )
+    op.execute("CREATE INDEX ix_group_members_agent ON group_members (agent_id)")
+    op.execute(
+        """
+        INSERT INTO agent_groups (tenant_id, name)
+        SELECT a.tenant_id, g FROM agents a, unnest(a.groups) AS g WHERE btrim(g) <> ''
+        UNION
+        SELECT m.tenant_id, m.group_name FROM memories m
+        WHERE m.group_name IS NOT NULL AND btrim(m.group_name) <> ''
+        ON CONFLICT DO NOTHING
+        """
+    )
+    op.execute(
+        """
+        INSERT INTO group_members (group_id, agent_id)
+        SELECT DISTINCT gr.id, a.id
+        FROM agents a, unnest(a.groups) AS g
+        JOIN agent_groups gr ON gr.name = g
+        WHERE gr.tenant_id = a.tenant_id
+        ON CONFLICT DO NOTHING
+        """
+    )
+    op.execute("ALTER TABLE agents DROP COLUMN groups")
+
+
+def downgrade() -> None:
+    op.execute("ALTER TABLE agents ADD COLUMN groups text[] NOT NULL DEFAULT '{}'")
+    op.execute(
+        """
+        UPDATE agents a SET groups = sub.names
+        FROM (
+            SELECT m.agent_id, array_agg(g.name ORDER BY g.name) AS names
+            FROM group_members m JOIN agent_groups g ON g.id = m.group_id
+            GROUP BY m.agent_id
+        ) sub
+        WHERE a.id = sub.agent_id
+        """
+    )
+    op.execute("DROP TABLE group_members")
+    op.execute("DROP TABLE agent_groups")
