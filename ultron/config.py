@@ -182,13 +182,16 @@ class Settings(BaseSettings):
     ripple_cap: float = Field(0.15, ge=0, le=1, description="Largest total ripple activation of a memory")
     ripple_days: float = Field(7.0, gt=0, description="Ripples older than this no longer count")
     serendipity_enabled: bool = Field(
-        False, description="Surface 1-3 low-weight old memories when a search finds little"
+        True, description="Surface 1-3 low-weight old memories when a search finds little"
     )
     serendipity_min_results: int = Field(
         3, ge=1, le=50, description="Serendipity applies when a search returns fewer results than this"
     )
-    serendipity_relevance: float = Field(
-        0.3, ge=0, le=1, description="...or when its best fused relevance is below this (per model)"
+    serendipity_relevance: float | None = Field(
+        None,
+        ge=0,
+        le=1,
+        description="...or when its best relevance is below this; unset: calibrated per embedding model",
     )
     serendipity_min_age_days: float = Field(
         7.0, ge=0, description="Only memories unused at least this long may surface"

@@ -323,12 +323,20 @@ class CompanionService:
         ranked.sort(key=lambda r: (-r.score, str(r.record.id)))
         enabled = self.settings.serendipity_enabled if serendipity is None else serendipity
         best = max((r.similarity_score for r in ranked), default=0.0)
-        thin = (
-            len(ranked) < self.settings.serendipity_min_results or best < self.settings.serendipity_relevance
+        thin = enabled and (
+            len(ranked) < self.settings.serendipity_min_results or best < self.serendipity_threshold()
         )
-        if enabled and thin:
+        if thin:
             ranked += self._serendipity(session, actor, ranked, detail_level, explain)
         return ranked
+
+    def serendipity_threshold(self) -> float:
+        """The relevance below which a search "found little": set, or calibrated for the embedding model."""
+        if self.settings.serendipity_relevance is not None:
+            return self.settings.serendipity_relevance
+        from ultron.companion.serendipity import calibration_for
+
+        return calibration_for(self.memory.embedder).relevance_threshold(self.settings.fulltext_weight)
 
     def _adjust(
         self,
