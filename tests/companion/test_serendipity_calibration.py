@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.companion.conftest import agent, age
+from tests.companion.conftest import age, agent
 from ultron.companion.serendipity import calibrate
 from ultron.config import Settings
 from ultron.hub import build_embedder
