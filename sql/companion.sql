@@ -15,16 +15,18 @@ ORDER BY m.created_at, m.id
 LIMIT :limit
 
 -- name: brief_hot
--- HOT memories, most similar to the task hint first when one is given, else most used first.
+-- HOT memories, most similar to the task hint first when one is given, else most used first; resolved
+-- ones sink out of the brief (pinned ones stay in their own section).
 SELECT m.id, m.memory_type, m.summary_l0, m.content, m.resolution, m.tier, m.hit_count,
        CASE WHEN CAST(:embedding AS vector) IS NULL THEN NULL
             ELSE 1 - (m.embedding <=> CAST(:embedding AS vector)) END AS similarity
 FROM memories m
 WHERE m.tenant_id = :tenant_id AND m.status = 'active' AND m.tier = 'hot' AND NOT m.pinned
+  AND m.resolved_at IS NULL
   AND (m.scope = 'shared'
        OR (m.scope = 'private' AND m.agent_id = CAST(:agent_id AS uuid))
        OR (m.scope = 'group' AND m.group_name = ANY(CAST(:groups AS text[]))))
-ORDER BY similarity DESC NULLS LAST, m.hit_count DESC, m.id
+ORDER BY similarity DESC NULLS LAST, m.importance DESC, m.hit_count DESC, m.id
 LIMIT :limit
 
 -- name: brief_personal_near
@@ -35,6 +37,7 @@ SELECT m.id, m.memory_type, m.summary_l0, m.content, m.resolution, m.tier, m.hit
        1 - (m.embedding <=> CAST(:embedding AS vector)) AS similarity
 FROM memories m
 WHERE m.tenant_id = :tenant_id AND m.status = 'active' AND m.tier <> 'hot' AND NOT m.pinned
+  AND m.resolved_at IS NULL
   AND m.memory_type = ANY(CAST(:types AS text[]))
   AND (m.scope = 'shared'
        OR (m.scope = 'private' AND m.agent_id = CAST(:agent_id AS uuid))
@@ -48,11 +51,12 @@ SELECT m.id, m.memory_type, m.summary_l0, m.content, m.resolution, m.tier, m.hit
        NULL::float8 AS similarity
 FROM memories m
 WHERE m.tenant_id = :tenant_id AND m.status = 'active' AND m.tier <> 'hot' AND NOT m.pinned
+  AND m.resolved_at IS NULL
   AND m.memory_type = ANY(CAST(:types AS text[]))
   AND (m.scope = 'shared'
        OR (m.scope = 'private' AND m.agent_id = CAST(:agent_id AS uuid))
        OR (m.scope = 'group' AND m.group_name = ANY(CAST(:groups AS text[]))))
-ORDER BY m.hit_count DESC, coalesce(m.last_hit_at, m.created_at) DESC, m.id
+ORDER BY m.importance DESC, m.hit_count DESC, coalesce(m.last_hit_at, m.created_at) DESC, m.id
 LIMIT :limit
 
 -- name: ripple_from

@@ -172,7 +172,16 @@ class Settings(BaseSettings):
         True, description="Ask the configured LLM for valence/arousal when an upload gives none"
     )
     resonance_weight: float = Field(
-        0.2, ge=0, le=1, description="r in score x (1 - r + r x resonance) when a search gives a mood"
+        0.2, ge=0, le=1, description="r in score x (1 + r x (2 x resonance - 1)) when a search gives a mood"
+    )
+    urgency_weight: float = Field(0.2, ge=0, le=1, description="u in score x (1 + u x arousal)")
+    arousal_decay_slowdown: float = Field(
+        0.5, ge=0, le=1, description="High arousal slows decay: alpha x (1 - s x arousal) in hotness"
+    )
+    freshness_weight: float = Field(0.2, ge=0, le=1, description="f in score x (1 + f x (1 - age/hours))")
+    freshness_hours: float = Field(6.0, ge=0, description="A memory gets the freshness bonus this long")
+    resolved_factor: float = Field(
+        0.3, ge=0, le=1, description="A resolved memory's score is multiplied by this in search"
     )
     ripple_window_hours: float = Field(
         48.0, ge=0, description="Using a memory ripples to memories created within this many hours of it"

@@ -5,6 +5,9 @@ values become groups and memberships; every group a memory names becomes a group
 until an admin adds them), so no group memory is left pointing at nothing. Downgrade writes the
 memberships back into the array.
 
+Memories gain `importance` (1-10, default 5) and `resolved_at` (a resolved memory sinks in ranking and
+leaves the brief's HOT and personal sections).
+
 Revision ID: 0011_groups
 Revises: 0008_skill_front_matter
 Create Date: 2026-12-01
@@ -62,9 +65,19 @@ def upgrade() -> None:
         """
     )
     op.execute("ALTER TABLE agents DROP COLUMN groups")
+    # Importance (1-10) and resolution (Ombre Brain): existing memories get the neutral 5, unresolved.
+    op.execute(
+        "ALTER TABLE memories ADD COLUMN importance smallint NOT NULL DEFAULT 5, "
+        "ADD COLUMN resolved_at timestamptz, "
+        "ADD CONSTRAINT ck_memories_importance CHECK (importance BETWEEN 1 AND 10)"
+    )
 
 
 def downgrade() -> None:
+    op.execute(
+        "ALTER TABLE memories DROP CONSTRAINT ck_memories_importance, DROP COLUMN importance, "
+        "DROP COLUMN resolved_at"
+    )
     op.execute("ALTER TABLE agents ADD COLUMN groups text[] NOT NULL DEFAULT '{}'")
     op.execute(
         """

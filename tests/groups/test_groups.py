@@ -230,6 +230,12 @@ def test_migration_carries_agents_groups(db_url):
             ("t1", "ops", "a,b"),
             ("t2", "ops", "d"),
         ]
+        with db.engine.begin() as conn:
+            # memories from 0008 get the neutral importance and are unresolved
+            carried = conn.execute(
+                text("SELECT importance, resolved_at, content FROM memories WHERE group_name = 'legacy'")
+            ).one()
+        assert tuple(carried) == (5, None, "x")
         downgrade(db.engine, "0008_skill_front_matter")
         with db.engine.begin() as conn:
             back = conn.execute(

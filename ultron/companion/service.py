@@ -247,6 +247,12 @@ class CompanionService:
         memory = session.get(Memory, result.record.id)
         if memory is None:
             return result
+        if req.importance is not None:
+            memory.importance = req.importance
+            session.flush()
+            result = result.model_copy(
+                update={"record": result.record.model_copy(update={"importance": memory.importance})}
+            )
         if req.valence is not None or req.arousal is not None:
             merged = result.decision != "created"
             memory.valence = _blend(memory.valence, req.valence, merged)
@@ -319,7 +325,11 @@ class CompanionService:
     ) -> list[SearchResult]:
         """Pinned memories do not decay; ripple and (when a mood is given) resonance re-rank; serendipity."""
         ripples = self.ripple_levels(session, actor, [r.record.id for r in results])
-        ranked = [self._adjust(r, ripples.get(r.record.id), valence, arousal, explain) for r in results]
+        weights = self._weights(session, [r.record.id for r in results])
+        ranked = [
+            self._adjust(r, ripples.get(r.record.id), valence, arousal, explain, weights.get(r.record.id))
+            for r in results
+        ]
         ranked.sort(key=lambda r: (-r.score, str(r.record.id)))
         enabled = self.settings.serendipity_enabled if serendipity is None else serendipity
         best = max((r.similarity_score for r in ranked), default=0.0)
@@ -338,6 +348,24 @@ class CompanionService:
 
         return calibration_for(self.memory.embedder).relevance_threshold(self.settings.fulltext_weight)
 
+    def _weights(self, session: Session, ids: list[UUID]) -> dict[UUID, tuple[int, bool]]:
+        """Importance and resolution of each result (the search SQL does not carry them)."""
+        if not ids:
+            return {}
+        rows = session.execute(
+            select(Memory.id, Memory.importance, Memory.resolved_at).where(Memory.id.in_(ids))
+        ).all()
+        return {row.id: (int(row.importance), row.resolved_at is not None) for row in rows}
+
+    def resolve(self, session: Session, actor: Actor, memory_id: UUID, resolved: bool) -> MemoryRecord:
+        """Resolve (or reopen) a memory: resolved ones sink in search and leave the brief's HOT and
+        personal sections. Contributor or admin, like any edit."""
+        memory = self.memory._owned(session, actor, memory_id)
+        memory.resolved_at = (memory.resolved_at or datetime.now(UTC)) if resolved else None
+        memory.updated_at = datetime.now(UTC)
+        session.flush()
+        return self.memory.get(session, actor, memory_id)
+
     def _adjust(
         self,
         result: SearchResult,
@@ -345,11 +373,38 @@ class CompanionService:
         valence: float | None,
         arousal: float | None,
         explain: bool,
+        weight: tuple[int, bool] | None = None,
     ) -> SearchResult:
         st = self.settings
         record = result.record
         score = result.score
         update: dict[str, Any] = {}
+        days = _days_since(record.last_hit_at or record.created_at)
+        decay = 1 - st.time_decay_weight + st.time_decay_weight * math.exp(-st.decay_alpha * days)
+        if record.arousal and not record.pinned and st.arousal_decay_slowdown and decay > 0:
+            # High arousal slows decay: the memory fades as if alpha were smaller.
+            alpha = st.decay_alpha * (1 - st.arousal_decay_slowdown * record.arousal)
+            slowed = 1 - st.time_decay_weight + st.time_decay_weight * math.exp(-alpha * days)
+            score = score / decay * slowed
+            update["hotness"] = round(math.exp(-alpha * days), 6)
+        if record.arousal and st.urgency_weight:
+            urgency = 1 + st.urgency_weight * record.arousal
+            score *= urgency
+            update["urgency"] = round(urgency, 6)
+        hours = (datetime.now(UTC) - record.created_at).total_seconds() / 3600.0
+        if st.freshness_weight and st.freshness_hours and 0 <= hours < st.freshness_hours:
+            fresh = 1 + st.freshness_weight * (1 - hours / st.freshness_hours)
+            score *= fresh
+            update["freshness"] = round(fresh, 6)
+        if weight is not None:
+            importance, resolved = weight
+            if importance != 5:
+                factor = 0.5 + importance / 10.0
+                score *= factor
+                update["importance"] = round(factor, 6)
+            if resolved:
+                score *= st.resolved_factor
+                update["resolved"] = st.resolved_factor
         if record.pinned:
             # Pinned memories never decay: undo the recency factor (hotness counts as 1).
             days = _days_since(record.last_hit_at or record.created_at)
@@ -361,7 +416,8 @@ class CompanionService:
             update["ripple"], update["ripple_count"] = round(ripple[0], 6), ripple[1]
         mood = resonance(valence, arousal, record.valence, record.arousal)
         if mood is not None:
-            score *= 1 - st.resonance_weight + st.resonance_weight * mood
+            # Raises a memory whose mood matches (resonance > 0.5), lowers one whose mood is opposite.
+            score *= 1 + st.resonance_weight * (2 * mood - 1)
             update["resonance"] = round(mood, 6)
         if not update:
             return result

@@ -119,6 +119,7 @@ class Memory(Base):
         CheckConstraint("tier IN ('hot','warm','cold')", name="ck_memories_tier"),
         CheckConstraint("status IN ('active','archived')", name="ck_memories_status"),
         CheckConstraint("scope IN ('shared','private','group')", name="ck_memories_scope"),
+        CheckConstraint("importance BETWEEN 1 AND 10", name="ck_memories_importance"),
         # No index holds `tier`, and the table keeps 20 % of each page free (fillfactor 80, migration
         # 0003): a rebalance that moves a memory between tiers is then a HOT update, which writes no new
         # HNSW/GIN entry (see docs/worker.md).
@@ -162,6 +163,9 @@ class Memory(Base):
     pinned: Mapped[bool] = mapped_column(Boolean, nullable=False, server_default=text("false"))
     valence: Mapped[float | None] = mapped_column(Float)
     arousal: Mapped[float | None] = mapped_column(Float)
+    # 1-10, 5 neutral: a factor in companion ranking; resolved memories sink (migration 0011).
+    importance: Mapped[int] = mapped_column(SmallInteger, nullable=False, server_default="5")
+    resolved_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     redacted_entities: Mapped[dict[str, int]] = mapped_column(
         JSONB, nullable=False, server_default=text("'{}'")
     )

@@ -40,6 +40,7 @@ class UploadRequest(BaseModel):
     group: str | None = Field(None, max_length=100, description="Group name when scope is 'group'")
     valence: float | None = Field(None, ge=-1, le=1, description="Emotional valence, -1 (negative) to 1")
     arousal: float | None = Field(None, ge=0, le=1, description="Emotional arousal, 0 (calm) to 1 (intense)")
+    importance: int | None = Field(None, ge=1, le=10, description="1 (trivial) to 10 (vital); default 5")
 
     @field_validator("content")
     @classmethod
@@ -66,6 +67,9 @@ class MemoryPatch(BaseModel):
     tier: Tier | None = None
     status: Status | None = None
     pinned: bool | None = None
+    valence: float | None = Field(None, ge=-1, le=1)
+    arousal: float | None = Field(None, ge=0, le=1)
+    importance: int | None = Field(None, ge=1, le=10)
 
     @field_validator("content")
     @classmethod
@@ -105,6 +109,8 @@ class MemoryRecord(BaseModel):
     contributions: int = Field(1, description="Uploads merged into this memory, the first included")
     valence: float | None = Field(None, description="Emotional valence -1..1, when given or inferred")
     arousal: float | None = Field(None, description="Emotional arousal 0..1, when given or inferred")
+    importance: int = Field(5, description="1 (trivial) to 10 (vital)")
+    resolved_at: datetime | None = Field(None, description="When it was resolved: it then sinks in ranking")
 
 
 class ScoreComponents(BaseModel):
@@ -125,6 +131,10 @@ class ScoreComponents(BaseModel):
     ripple: float | None = Field(None, description="Time-ripple activation added as score x (1 + ripple)")
     ripple_count: int | None = Field(None, description="Recent uses of neighbours that rippled here")
     serendipity: bool = Field(False, description="Surfaced at random because the search found little")
+    importance: float | None = Field(None, description="Factor of the memory's importance (5 is 1.0)")
+    resolved: float | None = Field(None, description="Factor a resolved memory is sunk by")
+    urgency: float | None = Field(None, description="Factor high arousal adds")
+    freshness: float | None = Field(None, description="Factor a memory gets in its first hours")
 
 
 class SearchResult(BaseModel):

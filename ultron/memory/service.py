@@ -654,7 +654,7 @@ class MemoryService:
                 memory.search_tsv = func.to_tsvector(
                     "simple", fulltext.index_text(*merged.values(), *memory.tags)
                 )
-        for name in ("tier", "pinned"):
+        for name in ("tier", "pinned", "valence", "arousal", "importance"):
             if changes.get(name) is not None:
                 setattr(memory, name, changes[name])
         if changes.get("status") is not None and changes["status"] != memory.status:
@@ -742,6 +742,8 @@ def to_record(m: Memory, agent: str | None, contributions: int) -> MemoryRecord:
         contributions=int(contributions),
         valence=m.valence,
         arousal=m.arousal,
+        importance=m.importance,
+        resolved_at=m.resolved_at,
     )
 
 

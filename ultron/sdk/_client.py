@@ -84,10 +84,19 @@ class Ultron:
         group: str | None = None,
         valence: float | None = None,
         arousal: float | None = None,
+        importance: int | None = None,
     ) -> MemoryRecord:
         """Store an experience; returns the memory it became (new or merged into)."""
         return self.upload(
-            content, context, resolution, tags, scope=scope, group=group, valence=valence, arousal=arousal
+            content,
+            context,
+            resolution,
+            tags,
+            scope=scope,
+            group=group,
+            valence=valence,
+            arousal=arousal,
+            importance=importance,
         ).record
 
     def upload(
@@ -101,6 +110,7 @@ class Ultron:
         group: str | None = None,
         valence: float | None = None,
         arousal: float | None = None,
+        importance: int | None = None,
     ) -> UploadResult:
         """Like upload_memory, with the dedup decision and similarity."""
         req = UploadRequest(
@@ -112,6 +122,7 @@ class Ultron:
             group=group,
             valence=valence,
             arousal=arousal,
+            importance=importance,
         )  # type: ignore[arg-type]
         return self._backend.upload(req)
 
@@ -167,6 +178,10 @@ class Ultron:
 
     def unpin_memory(self, memory_id: UUID | str) -> MemoryRecord:
         return self._backend.pin(_uuid(memory_id), False)
+
+    def resolve_memory(self, memory_id: UUID | str, resolved: bool = True) -> MemoryRecord:
+        """Resolve (or, with resolved=False, reopen): a resolved memory sinks in search and the brief."""
+        return self._backend.resolve(_uuid(memory_id), resolved)
 
     def dream(self, limit: int = 10) -> Dream:
         """Recent memories not yet reflected on, with reflection prompts."""

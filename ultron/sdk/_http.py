@@ -128,6 +128,10 @@ class HttpBackend:
         path = f"/memories/{memory_id}/{'pin' if pinned else 'unpin'}"
         return MemoryRecord.model_validate(self._request("POST", path))
 
+    def resolve(self, memory_id: UUID, resolved: bool) -> MemoryRecord:
+        path = f"/memories/{memory_id}/{'resolve' if resolved else 'unresolve'}"
+        return MemoryRecord.model_validate(self._request("POST", path))
+
     def dream(self, limit: int) -> Dream:
         return Dream.model_validate(self._request("GET", "/reflect", params={"limit": limit}))
 

@@ -84,6 +84,9 @@ class LocalBackend:
     def pin(self, memory_id: UUID, pinned: bool) -> MemoryRecord:
         return self._run(lambda s, a: self.hub.companion.pin(s, a, memory_id, pinned))
 
+    def resolve(self, memory_id: UUID, resolved: bool) -> MemoryRecord:
+        return self._run(lambda s, a: self.hub.companion.resolve(s, a, memory_id, resolved))
+
     def dream(self, limit: int) -> Dream:
         return self._run(lambda s, a: self.hub.companion.dream(s, a, limit))
 
