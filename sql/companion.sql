@@ -149,3 +149,25 @@ WHERE s.tenant_id = :tenant_id AND s.status = 'active'
   )
 ORDER BY hits DESC, s.created_at DESC, s.slug
 LIMIT :limit
+
+-- name: reflection_repeats
+-- The agent's visible recent reflections, each with the others at least :similarity close to it (cosine),
+-- when there are at least :min_others of them: a lesson written three or more times is worth a pin.
+WITH recent AS (
+    SELECT m.id, m.embedding, m.created_at, m.summary_l0, m.pinned
+    FROM memories m
+    WHERE m.tenant_id = :tenant_id AND m.status = 'active' AND m.memory_type = 'reflection'
+      AND m.resolved_at IS NULL AND m.embedding IS NOT NULL
+      AND (m.scope = 'shared'
+           OR (m.scope = 'private' AND m.agent_id = CAST(:agent_id AS uuid))
+           OR (m.scope = 'group' AND m.group_name = ANY(CAST(:groups AS text[]))))
+    ORDER BY m.created_at DESC
+    LIMIT :pool
+)
+SELECT r.id, r.summary_l0, r.pinned, array_agg(o.id ORDER BY o.created_at DESC) AS similar,
+       bool_or(o.pinned) AS any_pinned
+FROM recent r
+JOIN recent o ON o.id <> r.id AND 1 - (r.embedding <=> o.embedding) >= :similarity
+GROUP BY r.id, r.summary_l0, r.pinned, r.created_at
+HAVING count(*) >= :min_others
+ORDER BY count(*) DESC, r.created_at DESC, r.id

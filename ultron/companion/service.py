@@ -25,6 +25,7 @@ from ultron.companion.schemas import (
     BriefItem,
     Dream,
     DreamItem,
+    PinSuggestion,
     ReflectionRequest,
     ReflectionResult,
 )
@@ -52,6 +53,9 @@ BRIEF_PINNED_LIMIT = 200
 BRIEF_PERSONAL_TYPES = tuple(t for t in PERSONAL_TYPES if t != REFLECTION_TYPE)
 # Longest resolution a brief line carries.
 BRIEF_RESOLUTION_TOKENS = 48
+# Reflections that say the same thing this many times get a pin suggestion; recent reflections compared.
+REPEATED_REFLECTIONS = 3
+REFLECTION_POOL = 200
 # Old memories serendipity draws from, and the most it surfaces.
 SERENDIPITY_POOL = 50
 SERENDIPITY_MAX = 3
@@ -104,7 +108,7 @@ class CompanionService:
         redactor = self.memory.redactor
         if task is not None and redactor is not None:
             # The hint goes to the embedding provider (maybe an external API): redact it like any text.
-            task = redactor.redact(task).text
+            task = redactor.redact(task, self.memory.scope_policy(actor.tenant_id, "private")).text
         vector = None
         if task is not None:
             vector = np.asarray(self.memory.embedder.embed([task], kind="query")[0], dtype=np.float32)
@@ -131,7 +135,8 @@ class CompanionService:
         if self.skill_source is not None:
             skills = self.skill_source(session, actor, task, vector)
             candidates += skills
-        return self._fit(task, budget, candidates, skills_available=self.skill_source is not None)
+        brief = self._fit(task, budget, candidates, skills_available=self.skill_source is not None)
+        return brief.model_copy(update={"suggestions": self.pin_suggestions(session, actor)})
 
     def _memory_item(self, row: Any, section: str, task: str | None) -> BriefItem:
         summary = row.summary_l0 or truncate_to_tokens(row.content, self.settings.l0_max_tokens)
@@ -180,6 +185,36 @@ class CompanionService:
             skills_available=skills_available,
             text=text,
         )
+
+    def pin_suggestions(self, session: Session, actor: Actor) -> list[PinSuggestion]:
+        """Reflections written three or more times (similar at the model's soft dedup threshold; reflections
+        are never merged, so repeats pile up) and not pinned yet."""
+        rows = session.execute(
+            q("reflection_repeats"),
+            {
+                **_visibility(actor),
+                "similarity": self.memory.soft_threshold,
+                "min_others": REPEATED_REFLECTIONS - 1,
+                "pool": REFLECTION_POOL,
+            },
+        ).all()
+        covered: set[UUID] = set()
+        out = []
+        for row in rows:
+            group = {row.id, *row.similar}
+            if row.pinned or row.any_pinned or row.id in covered:
+                covered |= group
+                continue
+            covered |= group
+            out.append(
+                PinSuggestion(
+                    id=row.id,
+                    summary=row.summary_l0,
+                    similar_ids=list(row.similar),
+                    reason=f"{len(group)} similar reflections: pin the lesson so it leads every brief",
+                )
+            )
+        return out
 
     # --- reflections ---------------------------------------------------------------------------
 
