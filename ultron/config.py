@@ -180,6 +180,9 @@ class Settings(BaseSettings):
     )
     freshness_weight: float = Field(0.2, ge=0, le=1, description="f in score x (1 + f x (1 - age/hours))")
     freshness_hours: float = Field(6.0, ge=0, description="A memory gets the freshness bonus this long")
+    entity_weight: float = Field(
+        0.15, ge=0, le=1, description="e in score x (1 + e x shared entities, at most 2) in search"
+    )
     resolved_factor: float = Field(
         0.3, ge=0, le=1, description="A resolved memory's score is multiplied by this in search"
     )

@@ -5,8 +5,9 @@ values become groups and memberships; every group a memory names becomes a group
 until an admin adds them), so no group memory is left pointing at nothing. Downgrade writes the
 memberships back into the array.
 
-Memories gain `importance` (1-10, default 5) and `resolved_at` (a resolved memory sinks in ranking and
-leaves the brief's HOT and personal sections).
+`memory_entities` links memories to the people, places and projects they name. Memories gain
+`importance` (1-10, default 5) and `resolved_at` (a resolved memory sinks in ranking and leaves the
+brief's HOT and personal sections).
 
 Revision ID: 0011_groups
 Revises: 0008_skill_front_matter
@@ -72,8 +73,24 @@ def upgrade() -> None:
         "ADD CONSTRAINT ck_memories_importance CHECK (importance BETWEEN 1 AND 10)"
     )
 
+    # Entities (people, places, projects) named in memories, linked for recall and vault pages.
+    op.execute(
+        """
+        CREATE TABLE memory_entities (
+            memory_id uuid NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+            tenant_id uuid NOT NULL REFERENCES tenants(id) ON DELETE CASCADE,
+            kind text NOT NULL,
+            name text NOT NULL,
+            PRIMARY KEY (memory_id, kind, name),
+            CONSTRAINT ck_memory_entities_kind CHECK (kind IN ('person', 'place', 'project'))
+        )
+        """
+    )
+    op.execute("CREATE INDEX ix_memory_entities_tenant_name ON memory_entities (tenant_id, name)")
+
 
 def downgrade() -> None:
+    op.execute("DROP TABLE memory_entities")
     op.execute(
         "ALTER TABLE memories DROP CONSTRAINT ck_memories_importance, DROP COLUMN importance, "
         "DROP COLUMN resolved_at"

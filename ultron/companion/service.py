@@ -10,13 +10,14 @@ from __future__ import annotations
 import dataclasses
 import math
 import random
+import re
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
 import numpy as np
-from sqlalchemy import func, select
+from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
 from ultron.companion.emotion import infer_emotion, resonance
@@ -30,7 +31,7 @@ from ultron.companion.schemas import (
     ReflectionResult,
 )
 from ultron.config import Settings
-from ultron.db.models import Memory
+from ultron.db.models import Memory, MemoryEntity
 from ultron.db.queries import q
 from ultron.errors import NotFound, ValidationFailed
 from ultron.memory.schemas import (
@@ -278,10 +279,12 @@ class CompanionService:
     def after_upload(
         self, session: Session, actor: Actor, req: UploadRequest, result: UploadResult
     ) -> UploadResult:
-        """Store the given valence/arousal (averaged into a merge), or infer them with the LLM."""
+        """Store the given valence/arousal (averaged into a merge), or infer them with the LLM; link the
+        people, places and projects the (redacted) text names."""
         memory = session.get(Memory, result.record.id)
         if memory is None:
             return result
+        self.link_entities(session, memory)
         if req.importance is not None:
             memory.importance = req.importance
             session.flush()
@@ -356,6 +359,7 @@ class CompanionService:
         valence: float | None = None,
         arousal: float | None = None,
         serendipity: bool | None = None,
+        query: str | None = None,
         **_: Any,
     ) -> list[SearchResult]:
         """Pinned memories do not decay; ripple and (when a mood is given) resonance re-rank; serendipity."""
@@ -365,6 +369,7 @@ class CompanionService:
             self._adjust(r, ripples.get(r.record.id), valence, arousal, explain, weights.get(r.record.id))
             for r in results
         ]
+        ranked = self._entity_signal(session, query, ranked, explain)
         ranked.sort(key=lambda r: (-r.score, str(r.record.id)))
         enabled = self.settings.serendipity_enabled if serendipity is None else serendipity
         best = max((r.similarity_score for r in ranked), default=0.0)
@@ -382,6 +387,47 @@ class CompanionService:
         from ultron.companion.serendipity import calibration_for
 
         return calibration_for(self.memory.embedder).relevance_threshold(self.settings.fulltext_weight)
+
+    def link_entities(self, session: Session, memory: Memory) -> None:
+        """Replace the memory's entity links with what its current text names."""
+        from ultron.companion.entities import extract
+
+        found = extract("\n".join((memory.content, memory.context, memory.resolution)))
+        session.execute(delete(MemoryEntity).where(MemoryEntity.memory_id == memory.id))
+        for kind, name in sorted(found):
+            session.add(MemoryEntity(memory_id=memory.id, tenant_id=memory.tenant_id, kind=kind, name=name))
+        session.flush()
+
+    def _entity_signal(
+        self, session: Session, query: str | None, results: list[SearchResult], explain: bool
+    ) -> list[SearchResult]:
+        """Results that name a person, place or project the query names rank higher."""
+        if not query or not results or not self.settings.entity_weight:
+            return results
+        rows = session.execute(
+            select(MemoryEntity.memory_id, MemoryEntity.name).where(
+                MemoryEntity.memory_id.in_([r.record.id for r in results])
+            )
+        ).all()
+        asked = query.casefold()
+        shared: dict[UUID, list[str]] = {}
+        for row in rows:
+            if re.search(rf"(?<!\w){re.escape(row.name.casefold())}(?!\w)", asked):
+                shared.setdefault(row.memory_id, []).append(row.name)
+        out = []
+        for r in results:
+            names = sorted(shared.get(r.record.id, []))
+            if not names:
+                out.append(r)
+                continue
+            factor = 1 + self.settings.entity_weight * min(len(names), 2)
+            update: dict[str, Any] = {"score": r.score * factor}
+            if explain and r.explain is not None:
+                update["explain"] = r.explain.model_copy(
+                    update={"entity": round(factor, 6), "entities": names, "score": r.score * factor}
+                )
+            out.append(r.model_copy(update=update))
+        return out
 
     def _weights(self, session: Session, ids: list[UUID]) -> dict[UUID, tuple[int, bool]]:
         """Importance and resolution of each result (the search SQL does not carry them)."""

@@ -178,6 +178,25 @@ class Memory(Base):
     updated_at: Mapped[datetime] = _now()
 
 
+class MemoryEntity(Base):
+    """A person, place or project a memory names (ultron/companion/entities.py)."""
+
+    __tablename__ = "memory_entities"
+    __table_args__ = (
+        CheckConstraint("kind IN ('person', 'place', 'project')", name="ck_memory_entities_kind"),
+        Index("ix_memory_entities_tenant_name", "tenant_id", "name"),
+    )
+
+    memory_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("memories.id", ondelete="CASCADE"), primary_key=True
+    )
+    tenant_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False
+    )
+    kind: Mapped[str] = mapped_column(Text, primary_key=True)
+    name: Mapped[str] = mapped_column(Text, primary_key=True)
+
+
 class MemoryContribution(Base):
     """Every upload that created or merged into a memory, with its original (redacted) text."""
 

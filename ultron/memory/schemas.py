@@ -135,6 +135,8 @@ class ScoreComponents(BaseModel):
     resolved: float | None = Field(None, description="Factor a resolved memory is sunk by")
     urgency: float | None = Field(None, description="Factor high arousal adds")
     freshness: float | None = Field(None, description="Factor a memory gets in its first hours")
+    entity: float | None = Field(None, description="Factor for people/places/projects shared with the query")
+    entities: list[str] | None = Field(None, description="The entities this memory shares with the query")
 
 
 class SearchResult(BaseModel):

@@ -498,6 +498,7 @@ class MemoryService:
                 valence=valence,
                 arousal=arousal,
                 serendipity=serendipity,
+                query=query,
             )
         return results
 
