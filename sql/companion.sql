@@ -171,3 +171,28 @@ JOIN recent o ON o.id <> r.id AND 1 - (r.embedding <=> o.embedding) >= :similari
 GROUP BY r.id, r.summary_l0, r.pinned, r.created_at
 HAVING count(*) >= :min_others
 ORDER BY count(*) DESC, r.created_at DESC, r.id
+
+-- name: similarity_network_nodes
+-- The most used visible active memories: the nodes of the dashboard's similarity network.
+SELECT m.id, m.memory_type, m.tier, m.summary_l0, m.hit_count
+FROM memories m
+WHERE m.tenant_id = :tenant_id AND m.status = 'active' AND m.embedding IS NOT NULL
+  AND (m.scope = 'shared'
+       OR (m.scope = 'private' AND m.agent_id = CAST(:agent_id AS uuid))
+       OR (m.scope = 'group' AND m.group_name = ANY(CAST(:groups AS text[]))))
+ORDER BY m.hit_count DESC, m.created_at DESC, m.id
+LIMIT :limit
+
+-- name: similarity_network_edges
+-- Each node's :k nearest other nodes, kept when at least :min_similarity close (cosine).
+SELECT a.id AS source, b.id AS target, 1 - (a.embedding <=> b.embedding) AS similarity
+FROM memories a
+CROSS JOIN LATERAL (
+    SELECT n.id, n.embedding
+    FROM memories n
+    WHERE n.id = ANY(CAST(:ids AS uuid[])) AND n.id <> a.id
+    ORDER BY a.embedding <=> n.embedding, n.id
+    LIMIT :k
+) b
+WHERE a.id = ANY(CAST(:ids AS uuid[])) AND a.tenant_id = :tenant_id
+  AND 1 - (a.embedding <=> b.embedding) >= :min_similarity
