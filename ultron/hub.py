@@ -87,9 +87,9 @@ def build_redactor(settings: Settings) -> Any:
     if not settings.redaction_enabled:
         log.warning("redaction is disabled: secrets and personal data will be stored as sent")
         return None
-    from ultron.privacy import get_default_redactor
+    from ultron.privacy.redactor import get_redactor
 
-    return get_default_redactor()
+    return get_redactor(settings.redaction_policy())
 
 
 @dataclass

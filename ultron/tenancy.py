@@ -12,7 +12,7 @@ from sqlalchemy import func, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
-from ultron.db.models import Agent, Tenant
+from ultron.db.models import Agent, AgentGroup, GroupMember, Tenant
 from ultron.errors import Conflict, NotFound, Unauthorized
 
 KEY_PREFIX = "ult_"
@@ -119,6 +119,17 @@ def count_issued_keys(session: Session) -> int:
     return session.execute(stmt).scalar_one()
 
 
+def member_groups(session: Session, agent_id: UUID) -> tuple[str, ...]:
+    """The names of the groups the agent belongs to, sorted."""
+    stmt = (
+        select(AgentGroup.name)
+        .join(GroupMember, GroupMember.group_id == AgentGroup.id)
+        .where(GroupMember.agent_id == agent_id)
+        .order_by(AgentGroup.name)
+    )
+    return tuple(session.execute(stmt).scalars())
+
+
 def authenticate(session: Session, key: str) -> Actor:
     """Resolve a Bearer key to its agent; revoked and unknown keys are refused.
 
@@ -134,7 +145,9 @@ def authenticate(session: Session, key: str) -> Actor:
     agent, tenant_name = row
     if agent.revoked_at is not None:
         raise Unauthorized("this API key has been revoked")
-    return Actor(agent.tenant_id, agent.id, agent.name, tenant_name, tuple(agent.groups), agent.is_admin)
+    return Actor(
+        agent.tenant_id, agent.id, agent.name, tenant_name, member_groups(session, agent.id), agent.is_admin
+    )
 
 
 def local_actor(session: Session) -> Actor:
@@ -149,4 +162,6 @@ def local_actor(session: Session) -> Actor:
     agent = session.execute(
         select(Agent).where(Agent.tenant_id == tenant_id, Agent.name == LOCAL_AGENT)
     ).scalar_one()
-    return Actor(tenant_id, agent.id, agent.name, DEFAULT_TENANT, tuple(agent.groups), is_admin=True)
+    return Actor(
+        tenant_id, agent.id, agent.name, DEFAULT_TENANT, member_groups(session, agent.id), is_admin=True
+    )

@@ -11,10 +11,11 @@ from ultron.sdk import Ultron
 def agent(hub, name: str, groups: tuple[str, ...] = ()) -> Ultron:  # type: ignore[no-untyped-def]
     """An in-process client acting as `name` (created, without a key, in the default tenant)."""
     client = Ultron(hub=hub, agent=name)
-    if groups:
-        with hub.db.session() as s:
-            s.execute(text("UPDATE agents SET groups = :g WHERE name = :n"), {"g": list(groups), "n": name})
-        client = Ultron(hub=hub, agent=name)
+    admin = Ultron(hub=hub)  # the local agent is an admin
+    for group in groups:
+        if group not in [g.name for g in admin.list_groups()]:
+            admin.create_group(group)
+        admin.add_to_group(group, name)
     return client
 
 

@@ -222,9 +222,11 @@ def _old_memories(hub, client) -> list:  # type: ignore[no-untyped-def]
     return ids
 
 
-def test_serendipity_is_off_by_default(hub, alice):
+def test_serendipity_can_be_switched_off(make_hub):
+    hub = make_hub(serendipity_enabled=False)
+    alice = agent(hub, "alice")
     _old_memories(hub, alice)
-    results = alice.search_memories("quantum chromodynamics lattice", explain=True)
+    results = alice.search_memories("quantum chromodynamics lattice", explain=True, limit=3)
     assert not any(r.serendipity for r in results)
 
 

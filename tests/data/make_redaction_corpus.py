@@ -489,7 +489,7 @@ def git_log(s: S) -> tuple[str, str, str]:
     commits = []
     for _ in range(r.randint(1, 2)):
         commits.append(
-            f"commit {cv.sha(r)}\nAuthor: {first} {last} <{s.email()}>\nDate:   Wed Jun {r.randint(1, 28)} {r.randint(0, 23):02d}:{r.randint(10, 59)}:{r.randint(10, 59)} 2024 +0800\n\n"
+            f"commit {cv.sha(r)}\nAuthor: {s.plant('PERSON', f'{first} {last}')} <{s.email()}>\nDate:   Wed Jun {r.randint(1, 28)} {r.randint(0, 23):02d}:{r.randint(10, 59)}:{r.randint(10, 59)} 2024 +0800\n\n"
             f"    {r.choice(['fix: retry embedding on 429', 'feat: dedup memories by cosine >= 0.92', 'chore: bump presidio to 2.2.366'])}\n"
         )
     return "en", "shell", "$ git log -n 2\n" + "\n".join(commits)
@@ -685,7 +685,9 @@ def zh_chat_pii(s: S) -> tuple[str, str, str]:
     r = s.rng
     name = r.choice(["张工", "王经理", "李老师", "小陈", "刘总"])
     variants = [
-        lambda: f"@{name} 服务器又挂了，我手机{s.cn_phone()}，有事直接打我",
+        lambda: (
+            f"@{s.plant('PERSON', name) if name != '小陈' else name} 服务器又挂了，我手机{s.cn_phone()}，有事直接打我"
+        ),
         lambda: f"用户反馈：登录不上，手机号 {s.cn_phone()}，邮箱 {s.email()}，麻烦看一下",
         lambda: f"实名认证失败，身份证号：{s.cn_id()}，请人工审核（工单 {cv.order_id(r)}）",
         lambda: f"客户信息：联系电话 {s.cn_phone()}；身份证 {s.cn_id()}；收件邮箱{s.email()}",
@@ -1113,7 +1115,7 @@ HANDWRITTEN: list[tuple[str, str, str, list[tuple[str, str]]]] = [
         "zh",
         "chat",
         "发件人: 王芳 <wang.fang@corp.example.cn>\n主题：周报\n附件太大发不了，我放网盘了",
-        [("EMAIL_ADDRESS", "wang.fang@corp.example.cn")],
+        [("PERSON", "王芳"), ("EMAIL_ADDRESS", "wang.fang@corp.example.cn")],
     ),
     (
         "en",
@@ -1298,6 +1300,221 @@ HANDWRITTEN: list[tuple[str, str, str, list[tuple[str, str]]]] = [
 ]
 
 
+# ---------------------------------------------------------------------------------------------------------
+# Names, addresses, QQ numbers and command-line passwords (issue 19): what a companion's memories hold
+# ---------------------------------------------------------------------------------------------------------
+
+EN_FIRST = (
+    "James Mary Robert Patricia Michael Jennifer William Linda David Elizabeth Richard Barbara Joseph Susan "
+    "Thomas Jessica Charles Sarah Daniel Karen Matthew Nancy Anthony Lisa Mark Betty Priya Arjun Fatima "
+    "Omar Sofia Mateo Yuki Hiroshi Olga Dmitri Ingrid Lars Chiara Giovanni Amara Kwame Lily Ethan Chloe"
+).split()
+EN_LAST = (
+    "Smith Johnson Williams Brown Jones Garcia Miller Davis Rodriguez Martinez Hernandez Lopez Gonzalez "
+    "Wilson Anderson Thomas Taylor Moore Jackson Martin Lee Thompson White Harris Clark Lewis Robinson "
+    "Walker Patel Sharma Nakamura Tanaka Ivanova Petrov Johansson Lindqvist Rossi Bianchi Okafor Mensah "
+    "O'Brien Fitzgerald Kowalski Novak Dubois Schmidt"
+).split()
+EN_STREETS = (
+    "Baker Oak Maple Elm Cedar Pine Washington Lincoln Park Lake Hill Church High Station Victoria King "
+    "Queen Mill Bridge Market Garden Willow Harbor Sunset Riverside"
+).split()
+EN_SUFFIX = "Street St Avenue Ave Road Rd Lane Drive Boulevard Court Place Way Terrace Parkway".split()
+ZH_SURNAME = "王李张刘陈杨黄赵吴周徐孙马朱胡郭何高林罗郑梁谢宋唐许韩冯邓曹彭曾肖田董袁潘蒋蔡余杜叶程苏魏吕丁任沈姚卢姜崔钟谭陆"
+ZH_GIVEN = (
+    "伟芳娜秀英敏静丽强磊军洋勇艳杰娟涛明超秀兰霞平刚桂英华建国志红玉兰欣怡浩然子轩雨涵梓萱思远宇航晨曦佳琪"
+)
+ZH_CITY = [
+    ("北京市", "朝阳区"),
+    ("上海市", "浦东新区"),
+    ("广州市", "天河区"),
+    ("深圳市", "南山区"),
+    ("杭州市", "西湖区"),
+    ("成都市", "武侯区"),
+    ("南京市", "鼓楼区"),
+    ("武汉市", "洪山区"),
+]
+ZH_ROAD = [
+    "建国路",
+    "世纪大道",
+    "天河路",
+    "科技园南路",
+    "文三路",
+    "人民南路",
+    "中山路",
+    "珞喻路",
+    "长安街",
+    "淮海中路",
+    "解放大道",
+    "南京西路",
+]
+
+
+def en_name(r: random.Random) -> str:
+    return f"{r.choice(EN_FIRST)} {r.choice(EN_LAST)}"
+
+
+def zh_name(r: random.Random) -> str:
+    given = r.choice(ZH_GIVEN)
+    if r.random() < 0.6:
+        given += r.choice(ZH_GIVEN)
+    return r.choice(ZH_SURNAME) + given
+
+
+def en_street(r: random.Random) -> str:
+    return f"{r.randint(1, 2400)}{r.choice(['', '', '', 'B'])} {r.choice(EN_STREETS)} {r.choice(EN_SUFFIX)}"
+
+
+def zh_street(r: random.Random) -> str:
+    city, district = r.choice(ZH_CITY)
+    tail = r.choice(["", f"{r.randint(1, 12)}号楼{r.randint(101, 2405)}室", f"{r.randint(1, 30)}栋"])
+    return f"{city}{district}{r.choice(ZH_ROAD)}{r.randint(1, 999)}号{tail}"
+
+
+def en_people(s: S) -> tuple[str, str, str]:
+    r = s.rng
+    a, b = en_name(r), en_name(r)
+    while b == a:
+        b = en_name(r)
+    p = s.plant
+    variants = [
+        lambda: f"{p('PERSON', a)} owns the billing service; ask her before touching the retry policy.",
+        lambda: (
+            f"Paired with {p('PERSON', a)} on the flaky payments test: the fixture leaked a DB connection."
+        ),
+        lambda: (
+            f"Note for the on-call: {p('PERSON', a)} approved the schema change, {p('PERSON', b)} will run the migration at 02:00 UTC."
+        ),
+        lambda: (
+            f"My daughter {p('PERSON', a.split()[0])} starts school on Monday, so I log off at 3pm that week."
+        ),
+        lambda: f"Escalate Kubernetes node pressure alerts to {p('PERSON', a)} (SRE lead) after 10 minutes.",
+        lambda: f"Customer {p('PERSON', a)} reported that exports time out for workspaces over 2 GB.",
+        lambda: (
+            f"Meeting notes: {p('PERSON', a)} and {p('PERSON', b)} agreed to move the cron jobs to Airflow."
+        ),
+        lambda: f'{{"reviewer": "{p("PERSON", a)}", "status": "approved", "pr": {r.randint(100, 9999)}}}',
+        lambda: f"Thanks to {p('PERSON', a)} for spotting the off-by-one in the pagination cursor.",
+        lambda: f"Remind me to call {p('PERSON', a)} about the contract renewal next Tuesday.",
+    ]
+    return "en", "prose", s.pick(variants)()
+
+
+def zh_people(s: S) -> tuple[str, str, str]:
+    r = s.rng
+    a, b = zh_name(r), zh_name(r)
+    while b == a:
+        b = zh_name(r)
+    p = s.plant
+    variants = [
+        lambda: f"{p('PERSON', a)}负责这次数据库迁移，周五之前完成。",
+        lambda: f"今天和{p('PERSON', a)}一起排查了 Redis 的内存问题，原因是 key 没有设置过期时间。",
+        lambda: f"运维同事{p('PERSON', a)}说 staging 集群已经恢复，可以继续压测。",
+        lambda: f"请联系{p('PERSON', a)}处理这个工单，她对计费模块最熟。",
+        lambda: f"会议纪要：{p('PERSON', a)}和{p('PERSON', b)}决定把定时任务迁到 Airflow。",
+        lambda: f"这个 bug 是{p('PERSON', a)}提的，复现步骤在 issue 里。",
+        lambda: f"下周一{p('PERSON', a)}请假，代码评审找{p('PERSON', b)}。",
+        lambda: f"我女儿叫{p('PERSON', a[1:] if len(a) == 3 else a)}，今年五岁，周末要陪她上钢琴课。",
+        lambda: f"客户{p('PERSON', a)}反馈导出报表超时，数据量大约两百万行。",
+        lambda: f"感谢{p('PERSON', a)}发现分页游标的边界错误。",
+    ]
+    return "zh", "prose", s.pick(variants)()
+
+
+def en_addresses(s: S) -> tuple[str, str, str]:
+    r = s.rng
+    street = s.plant("STREET_ADDRESS", en_street(r))
+    variants = [
+        lambda: (
+            f"Ship the replacement laptop to {street}, Springfield; the courier needs a phone number too."
+        ),
+        lambda: f"I moved last month, my new address is {street}, Apt 4, Portland.",
+        lambda: f"Invoice address: Acme Ltd, {street}, London W1U 6TY",
+        lambda: f"The on-site server room is at {street}, second floor, badge required.",
+        lambda: f"delivery failed: recipient not found at {street} (order {cv.order_id(r)})",
+    ]
+    return "en", "prose", s.pick(variants)()
+
+
+def zh_addresses(s: S) -> tuple[str, str, str]:
+    r = s.rng
+    street = s.plant("STREET_ADDRESS", zh_street(r))
+    variants = [
+        lambda: f"新电脑寄到{street}，收件前先打电话。",
+        lambda: f"我住在{street}，周末可以去机房帮忙。",
+        lambda: f"发票邮寄地址：{street}",
+        lambda: f"线下培训的地点在{street}，下午两点开始。",
+        lambda: f"快递退回：地址 {street} 查无此人（订单 {cv.order_id(r)}）",
+    ]
+    return "zh", "prose", s.pick(variants)()
+
+
+def qq_numbers(s: S) -> tuple[str, str, str]:
+    r = s.rng
+    qq = s.plant("QQ_NUMBER", str(r.randint(10000, 3999999999)))
+    variants = [
+        ("zh", lambda: f"有问题加我QQ号 {qq}，晚上在线"),
+        ("zh", lambda: f"联系方式：QQ：{qq}（备注 Ultron）"),
+        ("zh", lambda: f"我的扣扣是{qq}，微信同号"),
+        ("en", lambda: f"Support handle on QQ: {qq} for the Shenzhen team"),
+        ("zh", lambda: f"客户留了 qq号码 {qq}，让我们发安装包过去"),
+    ]
+    lang, make = s.pick(variants)
+    return lang, "chat", make()
+
+
+def cli_passwords(s: S) -> tuple[str, str, str]:
+    r = s.rng
+    pw = s.cred()
+    host = r.choice(["cache.internal", "redis-master", "127.0.0.1"])
+    variants = [
+        lambda: f"$ redis-cli -h {host} -p 6379 -a {pw} INFO memory",
+        lambda: f"$ redis-cli -a '{pw}' --scan --pattern 'session:*' | wc -l",
+        lambda: f"$ mysql -h db.internal -uroot -p{pw} app -e 'SHOW PROCESSLIST'",
+        lambda: f"$ pg_dump --password {pw} -h db.internal app > app.sql",
+        lambda: f"$ redis-cli --pass {pw} -n 2 FLUSHDB",
+    ]
+    return "en", "shell", s.pick(variants)()
+
+
+def clean_names_hard(s: S) -> tuple[str, str, str]:
+    r = s.rng
+    variants = [
+        ("en", lambda: "Bearer authentication is handled by the gateway; the service only reads X-User-Id."),
+        (
+            "en",
+            lambda: (
+                f"Upgrade Django to {r.randint(4, 5)}.{r.randint(0, 2)} and run the Celery workers with --pool=threads."
+            ),
+        ),
+        (
+            "en",
+            lambda: (
+                "Login Succeeded, but docker push still fails with denied: requested access to the resource is denied"
+            ),
+        ),
+        ("en", lambda: "Max retries exceeded with url: /v1/embeddings (Caused by ReadTimeoutError)"),
+        (
+            "en",
+            lambda: (
+                f"The Main Street benchmark dataset has {r.randint(2, 9)}00 rows; use the Small Config for CI."
+            ),
+        ),
+        (
+            "en",
+            lambda: "Grafana shows Prometheus scrape errors on the Kafka exporter after the Helm upgrade.",
+        ),
+        ("en", lambda: "Release Notes: Fixed Memory Leak in Worker Pool; Improved Startup Time."),
+        ("zh", lambda: "连接池耗尽导致请求超时，把 max_connections 从 100 调到 200 后恢复。"),
+        ("zh", lambda: "鉴权服务返回 401，检查网关的 JWT 公钥是否轮换。"),
+        ("zh", lambda: "高可用方案：主从切换由 Patroni 完成，切换时间约 30 秒。"),
+        ("zh", lambda: "谢谢大家，灰度发布已完成，明天全量。"),
+        ("zh", lambda: f"第 {r.randint(2, 9)} 号节点磁盘满了，清理 /var/log 后恢复。"),
+    ]
+    lang, make = s.pick(variants)
+    return lang, "prose", make()
+
+
 FAMILIES: list[tuple[Callable[[S], tuple[str, str, str]], int]] = [
     (env_file, 14),
     (yaml_config, 12),
@@ -1335,6 +1552,13 @@ FAMILIES: list[tuple[Callable[[S], tuple[str, str, str]], int]] = [
     (clean_hard_numbers, 24),
     (clean_zh, 26),
     (clean_shell_misc, 10),
+    (en_people, 40),
+    (zh_people, 40),
+    (en_addresses, 25),
+    (zh_addresses, 25),
+    (qq_numbers, 20),
+    (cli_passwords, 15),
+    (clean_names_hard, 24),
 ]
 
 

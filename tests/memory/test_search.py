@@ -68,7 +68,11 @@ def test_most_relevant_first_and_explain_components_multiply(hub):
     assert e.relevance == pytest.approx(e.fused + e.neighbour_credit + boost, rel=1e-6)
     w = hub.settings.time_decay_weight
     assert e.hotness == pytest.approx(math.exp(-hub.settings.decay_alpha * e.days_since_hit), rel=1e-6)
-    assert e.score == pytest.approx(e.relevance * e.tier_boost * (1 - w + w * e.hotness), rel=1e-6)
+    # The companion's factors (freshness for a memory minutes old, urgency, importance, ...) multiply too.
+    companion = math.prod(f or 1.0 for f in (e.freshness, e.urgency, e.importance, e.resolved, e.entity))
+    assert e.freshness is not None and e.freshness > 1
+    base = e.relevance * e.tier_boost * (1 - w + w * e.hotness)
+    assert e.score == pytest.approx(base * companion, rel=1e-4)
     assert [r.score for r in results] == sorted((r.score for r in results), reverse=True)
 
 

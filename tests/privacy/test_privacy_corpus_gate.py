@@ -12,6 +12,9 @@ import pytest
 from ultron.privacy.entities import PII_ENTITIES, SECRET_ENTITIES
 from ultron.privacy.evaluate import (
     CLEAN_UNCHANGED_TARGET,
+    NAME_ENTITIES,
+    NAME_PRECISION_TARGET,
+    NAME_RECALL_TARGET,
     PII_RECALL_TARGET,
     SECRET_RECALL_TARGET,
     evaluate,
@@ -58,6 +61,19 @@ def test_redactor_meets_the_targets(redactor, snippets):
     assert report.failures() == []
 
 
+def test_names_and_addresses_per_language(redactor, snippets):
+    """Issue 19: names and street addresses in English and Chinese, each language on its own."""
+    report = evaluate(snippets, redactor, repeat=0)
+    for lang in ("en", "zh"):
+        score = report.by_language[lang]
+        assert score.support >= 50, lang
+        assert score.recall >= NAME_RECALL_TARGET, (lang, [m for m in report.missed if m[1] in NAME_ENTITIES])
+        assert score.precision >= NAME_PRECISION_TARGET, (lang, report.false_positives)
+    for entity in ("PERSON", "STREET_ADDRESS", "QQ_NUMBER"):
+        assert report.scores[entity].support >= 20 and report.scores[entity].recall >= PII_RECALL_TARGET
+    assert report.group(SECRET_ENTITIES).recall == 1.0
+
+
 def test_leak_check_catches_partial_redaction():
     key = "sk-Qm3vT9xLr2Pz8NcW5yHb4KdJT3BlbkFJa7Fs1Ge6Uo0Ri2Wq"
     assert leaked(key, f"x {key} y")
@@ -71,6 +87,7 @@ def test_evaluate_command_prints_the_table(capsys):
     out = capsys.readouterr().out
     assert "LLM_API_KEY" in out and "CN_RESIDENT_ID" in out
     assert "clean snippets unchanged" in out and "KB/s" in out and "all targets met" in out
+    assert "names+addresses en" in out and "names+addresses zh" in out
 
 
 def test_evaluate_command_fails_when_a_target_is_missed(tmp_path, capsys):

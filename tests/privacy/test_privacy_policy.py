@@ -68,9 +68,10 @@ def test_from_mapping_builds_a_policy():
         disabled_entities=frozenset({"IP_ADDRESS"}),
         extra_patterns=(("TICKET_ID", r"TCK-\d+"), ("ORDER", r"ORD-\d+")),
         allow_list=("support@acme.io",),
+        spacy_model=None,
     )
     assert RedactionPolicy.from_mapping(None) == RedactionPolicy()
-    assert RedactionPolicy.from_mapping({}) == RedactionPolicy()
+    assert RedactionPolicy.from_mapping({}) == RedactionPolicy(spacy_model=None)
 
 
 @pytest.mark.parametrize(
@@ -104,6 +105,7 @@ def test_merged_puts_the_tenant_over_the_global_policy():
         disabled_entities=frozenset({"USER"}),
         extra_patterns=(("ALPHA", "a1"), ("BETA", "b2")),
         allow_list=("y",),
+        spacy_model=None,  # names no model: the global one stays
     )
     merged = base.merged(tenant)
     assert merged.disabled_entities == {"IP_ADDRESS", "USER"}

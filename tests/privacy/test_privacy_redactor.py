@@ -113,12 +113,13 @@ def test_concurrent_redaction_matches_sequential(redactor):
 def test_fast_path_skips_presidio_for_plain_text():
     redactor = Redactor()
     assert (
-        redactor.redact("重启一下服务就好了, nothing else to see here").text
-        == "重启一下服务就好了, nothing else to see here"
+        redactor.redact("restart it, nothing else to see here").text == "restart it, nothing else to see here"
     )
     assert redactor.redact("").text == ""
+    # Two Chinese characters in a row may be a name: that text goes to the recognizers.
+    assert redactor.redact("重启一下服务就好了").text == "重启一下服务就好了"
     stats = redactor.stats()
-    assert stats["calls"] == 2
+    assert stats["calls"] == 3
     assert stats["fast_path"] == 2
 
 

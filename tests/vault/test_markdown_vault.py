@@ -53,9 +53,8 @@ def snapshot(hub) -> dict:  # type: ignore[no-untyped-def]
 
 def stock(hub) -> Ultron:  # type: ignore[no-untyped-def]
     local = Ultron(hub=hub)  # the local agent: admin
-    with hub.db.session() as s:
-        s.execute(text("UPDATE agents SET groups = '{ops}' WHERE name = 'local'"))
-    local = Ultron(hub=hub)
+    local.create_group("ops")
+    local.add_to_group("ops", "local")
     a = local.upload_memory(
         "ModuleNotFoundError: No module named 'pandas'\n---\nonly in the cron job\n",
         context="key: value # not a comment\nyes",

@@ -149,10 +149,17 @@ memories = APIRouter(prefix="/memories", tags=["memories"], responses=ERROR_RESP
 def upload_memory(request: Request, body: UploadRequest, response: Response) -> UploadResult:
     """Store an experience. The hub infers its type, summarizes, embeds and merges near duplicates:
     201 with a new memory, 200 when merged into an existing one."""
-    memory = request.app.state.hub.memory
+    hub = request.app.state.hub
+    memory = hub.memory
+
+    def prepare(actor: Actor) -> Any:
+        with hub.db.session() as session:  # the tenant's redaction policy, in a short read of its own
+            memory.load_tenant_policy(session, actor.tenant_id)
+        return memory.prepare(body, actor)
+
     result = call_prepared(
         request,
-        lambda a: memory.prepare(body, a),
+        prepare,
         lambda s, a, prepared: memory.upload(s, a, body, prepared=prepared),
     )
     response.status_code = 201 if result.decision == "created" else 200
@@ -299,4 +306,7 @@ def create_app(hub: Hub, *, allow_open: bool = False) -> FastAPI:
 
     app.include_router(skills)
     app.include_router(clusters)
+    from ultron.groups.router import router as groups  # imports `call` from this module
+
+    app.include_router(groups)
     return app

@@ -35,6 +35,18 @@ def unpin_memory(request: Request, memory_id: UUID) -> MemoryRecord:
     return call(request, lambda s, a: request.app.state.hub.companion.pin(s, a, memory_id, False))
 
 
+@router.post("/memories/{memory_id}/resolve", response_model=MemoryRecord)
+def resolve_memory(request: Request, memory_id: UUID) -> MemoryRecord:
+    """Resolved: the matter is settled. The memory sinks in search and leaves the brief's HOT and personal
+    sections; it is kept and still found."""
+    return call(request, lambda s, a: request.app.state.hub.companion.resolve(s, a, memory_id, True))
+
+
+@router.post("/memories/{memory_id}/unresolve", response_model=MemoryRecord)
+def unresolve_memory(request: Request, memory_id: UUID) -> MemoryRecord:
+    return call(request, lambda s, a: request.app.state.hub.companion.resolve(s, a, memory_id, False))
+
+
 @router.get("/reflect", response_model=Dream)
 def dream(request: Request, limit: int = Query(10, ge=1, le=50)) -> Dream:
     """Recent memories this agent has not reflected on, with reflection prompts."""

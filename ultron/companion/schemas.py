@@ -25,6 +25,15 @@ class BriefItem(BaseModel):
     description: str | None = Field(None, description="A skill's description (when to use it)")
 
 
+class PinSuggestion(BaseModel):
+    """Three or more similar reflections: the lesson keeps coming back, so pinning it is suggested."""
+
+    id: UUID = Field(..., description="The reflection to pin (the one closest to the most others)")
+    summary: str
+    similar_ids: list[UUID] = Field(..., description="The other reflections that repeat it")
+    reason: str
+
+
 class Brief(BaseModel):
     """What an agent should know at session start: pinned, personal, HOT, then skills; within budget."""
 
@@ -37,6 +46,9 @@ class Brief(BaseModel):
         False, description="Whether the hub has skills (a skill source is registered)"
     )
     text: str
+    suggestions: list[PinSuggestion] = Field(
+        default_factory=list, description="Reflections that repeat (3+ similar): pin them"
+    )
 
 
 class DreamItem(BaseModel):

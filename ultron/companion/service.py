@@ -10,13 +10,14 @@ from __future__ import annotations
 import dataclasses
 import math
 import random
+import re
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
 import numpy as np
-from sqlalchemy import func, select
+from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
 from ultron.companion.emotion import infer_emotion, resonance
@@ -25,11 +26,12 @@ from ultron.companion.schemas import (
     BriefItem,
     Dream,
     DreamItem,
+    PinSuggestion,
     ReflectionRequest,
     ReflectionResult,
 )
 from ultron.config import Settings
-from ultron.db.models import Memory
+from ultron.db.models import Memory, MemoryEntity
 from ultron.db.queries import q
 from ultron.errors import NotFound, ValidationFailed
 from ultron.memory.schemas import (
@@ -52,6 +54,9 @@ BRIEF_PINNED_LIMIT = 200
 BRIEF_PERSONAL_TYPES = tuple(t for t in PERSONAL_TYPES if t != REFLECTION_TYPE)
 # Longest resolution a brief line carries.
 BRIEF_RESOLUTION_TOKENS = 48
+# Reflections that say the same thing this many times get a pin suggestion; recent reflections compared.
+REPEATED_REFLECTIONS = 3
+REFLECTION_POOL = 200
 # Old memories serendipity draws from, and the most it surfaces.
 SERENDIPITY_POOL = 50
 SERENDIPITY_MAX = 3
@@ -104,7 +109,7 @@ class CompanionService:
         redactor = self.memory.redactor
         if task is not None and redactor is not None:
             # The hint goes to the embedding provider (maybe an external API): redact it like any text.
-            task = redactor.redact(task).text
+            task = redactor.redact(task, self.memory.scope_policy(actor.tenant_id, "private")).text
         vector = None
         if task is not None:
             vector = np.asarray(self.memory.embedder.embed([task], kind="query")[0], dtype=np.float32)
@@ -131,7 +136,8 @@ class CompanionService:
         if self.skill_source is not None:
             skills = self.skill_source(session, actor, task, vector)
             candidates += skills
-        return self._fit(task, budget, candidates, skills_available=self.skill_source is not None)
+        brief = self._fit(task, budget, candidates, skills_available=self.skill_source is not None)
+        return brief.model_copy(update={"suggestions": self.pin_suggestions(session, actor)})
 
     def _memory_item(self, row: Any, section: str, task: str | None) -> BriefItem:
         summary = row.summary_l0 or truncate_to_tokens(row.content, self.settings.l0_max_tokens)
@@ -180,6 +186,36 @@ class CompanionService:
             skills_available=skills_available,
             text=text,
         )
+
+    def pin_suggestions(self, session: Session, actor: Actor) -> list[PinSuggestion]:
+        """Reflections written three or more times (similar at the model's soft dedup threshold; reflections
+        are never merged, so repeats pile up) and not pinned yet."""
+        rows = session.execute(
+            q("reflection_repeats"),
+            {
+                **_visibility(actor),
+                "similarity": self.memory.soft_threshold,
+                "min_others": REPEATED_REFLECTIONS - 1,
+                "pool": REFLECTION_POOL,
+            },
+        ).all()
+        covered: set[UUID] = set()
+        out = []
+        for row in rows:
+            group = {row.id, *row.similar}
+            if row.pinned or row.any_pinned or row.id in covered:
+                covered |= group
+                continue
+            covered |= group
+            out.append(
+                PinSuggestion(
+                    id=row.id,
+                    summary=row.summary_l0,
+                    similar_ids=list(row.similar),
+                    reason=f"{len(group)} similar reflections: pin the lesson so it leads every brief",
+                )
+            )
+        return out
 
     # --- reflections ---------------------------------------------------------------------------
 
@@ -243,10 +279,18 @@ class CompanionService:
     def after_upload(
         self, session: Session, actor: Actor, req: UploadRequest, result: UploadResult
     ) -> UploadResult:
-        """Store the given valence/arousal (averaged into a merge), or infer them with the LLM."""
+        """Store the given valence/arousal (averaged into a merge), or infer them with the LLM; link the
+        people, places and projects the (redacted) text names."""
         memory = session.get(Memory, result.record.id)
         if memory is None:
             return result
+        self.link_entities(session, memory)
+        if req.importance is not None:
+            memory.importance = req.importance
+            session.flush()
+            result = result.model_copy(
+                update={"record": result.record.model_copy(update={"importance": memory.importance})}
+            )
         if req.valence is not None or req.arousal is not None:
             merged = result.decision != "created"
             memory.valence = _blend(memory.valence, req.valence, merged)
@@ -315,20 +359,93 @@ class CompanionService:
         valence: float | None = None,
         arousal: float | None = None,
         serendipity: bool | None = None,
+        query: str | None = None,
         **_: Any,
     ) -> list[SearchResult]:
         """Pinned memories do not decay; ripple and (when a mood is given) resonance re-rank; serendipity."""
         ripples = self.ripple_levels(session, actor, [r.record.id for r in results])
-        ranked = [self._adjust(r, ripples.get(r.record.id), valence, arousal, explain) for r in results]
+        weights = self._weights(session, [r.record.id for r in results])
+        ranked = [
+            self._adjust(r, ripples.get(r.record.id), valence, arousal, explain, weights.get(r.record.id))
+            for r in results
+        ]
+        ranked = self._entity_signal(session, query, ranked, explain)
         ranked.sort(key=lambda r: (-r.score, str(r.record.id)))
         enabled = self.settings.serendipity_enabled if serendipity is None else serendipity
         best = max((r.similarity_score for r in ranked), default=0.0)
-        thin = (
-            len(ranked) < self.settings.serendipity_min_results or best < self.settings.serendipity_relevance
+        thin = enabled and (
+            len(ranked) < self.settings.serendipity_min_results or best < self.serendipity_threshold()
         )
-        if enabled and thin:
+        if thin:
             ranked += self._serendipity(session, actor, ranked, detail_level, explain)
         return ranked
+
+    def serendipity_threshold(self) -> float:
+        """The relevance below which a search "found little": set, or calibrated for the embedding model."""
+        if self.settings.serendipity_relevance is not None:
+            return self.settings.serendipity_relevance
+        from ultron.companion.serendipity import calibration_for
+
+        return calibration_for(self.memory.embedder).relevance_threshold(self.settings.fulltext_weight)
+
+    def link_entities(self, session: Session, memory: Memory) -> None:
+        """Replace the memory's entity links with what its current text names."""
+        from ultron.companion.entities import extract
+
+        found = extract("\n".join((memory.content, memory.context, memory.resolution)))
+        session.execute(delete(MemoryEntity).where(MemoryEntity.memory_id == memory.id))
+        for kind, name in sorted(found):
+            session.add(MemoryEntity(memory_id=memory.id, tenant_id=memory.tenant_id, kind=kind, name=name))
+        session.flush()
+
+    def _entity_signal(
+        self, session: Session, query: str | None, results: list[SearchResult], explain: bool
+    ) -> list[SearchResult]:
+        """Results that name a person, place or project the query names rank higher."""
+        if not query or not results or not self.settings.entity_weight:
+            return results
+        rows = session.execute(
+            select(MemoryEntity.memory_id, MemoryEntity.name).where(
+                MemoryEntity.memory_id.in_([r.record.id for r in results])
+            )
+        ).all()
+        asked = query.casefold()
+        shared: dict[UUID, list[str]] = {}
+        for row in rows:
+            if re.search(rf"(?<!\w){re.escape(row.name.casefold())}(?!\w)", asked):
+                shared.setdefault(row.memory_id, []).append(row.name)
+        out = []
+        for r in results:
+            names = sorted(shared.get(r.record.id, []))
+            if not names:
+                out.append(r)
+                continue
+            factor = 1 + self.settings.entity_weight * min(len(names), 2)
+            update: dict[str, Any] = {"score": r.score * factor}
+            if explain and r.explain is not None:
+                update["explain"] = r.explain.model_copy(
+                    update={"entity": round(factor, 6), "entities": names, "score": r.score * factor}
+                )
+            out.append(r.model_copy(update=update))
+        return out
+
+    def _weights(self, session: Session, ids: list[UUID]) -> dict[UUID, tuple[int, bool]]:
+        """Importance and resolution of each result (the search SQL does not carry them)."""
+        if not ids:
+            return {}
+        rows = session.execute(
+            select(Memory.id, Memory.importance, Memory.resolved_at).where(Memory.id.in_(ids))
+        ).all()
+        return {row.id: (int(row.importance), row.resolved_at is not None) for row in rows}
+
+    def resolve(self, session: Session, actor: Actor, memory_id: UUID, resolved: bool) -> MemoryRecord:
+        """Resolve (or reopen) a memory: resolved ones sink in search and leave the brief's HOT and
+        personal sections. Contributor or admin, like any edit."""
+        memory = self.memory._owned(session, actor, memory_id)
+        memory.resolved_at = (memory.resolved_at or datetime.now(UTC)) if resolved else None
+        memory.updated_at = datetime.now(UTC)
+        session.flush()
+        return self.memory.get(session, actor, memory_id)
 
     def _adjust(
         self,
@@ -337,11 +454,38 @@ class CompanionService:
         valence: float | None,
         arousal: float | None,
         explain: bool,
+        weight: tuple[int, bool] | None = None,
     ) -> SearchResult:
         st = self.settings
         record = result.record
         score = result.score
         update: dict[str, Any] = {}
+        days = _days_since(record.last_hit_at or record.created_at)
+        decay = 1 - st.time_decay_weight + st.time_decay_weight * math.exp(-st.decay_alpha * days)
+        if record.arousal and not record.pinned and st.arousal_decay_slowdown and decay > 0:
+            # High arousal slows decay: the memory fades as if alpha were smaller.
+            alpha = st.decay_alpha * (1 - st.arousal_decay_slowdown * record.arousal)
+            slowed = 1 - st.time_decay_weight + st.time_decay_weight * math.exp(-alpha * days)
+            score = score / decay * slowed
+            update["hotness"] = round(math.exp(-alpha * days), 6)
+        if record.arousal and st.urgency_weight:
+            urgency = 1 + st.urgency_weight * record.arousal
+            score *= urgency
+            update["urgency"] = round(urgency, 6)
+        hours = (datetime.now(UTC) - record.created_at).total_seconds() / 3600.0
+        if st.freshness_weight and st.freshness_hours and 0 <= hours < st.freshness_hours:
+            fresh = 1 + st.freshness_weight * (1 - hours / st.freshness_hours)
+            score *= fresh
+            update["freshness"] = round(fresh, 6)
+        if weight is not None:
+            importance, resolved = weight
+            if importance != 5:
+                factor = 0.5 + importance / 10.0
+                score *= factor
+                update["importance"] = round(factor, 6)
+            if resolved:
+                score *= st.resolved_factor
+                update["resolved"] = st.resolved_factor
         if record.pinned:
             # Pinned memories never decay: undo the recency factor (hotness counts as 1).
             days = _days_since(record.last_hit_at or record.created_at)
@@ -353,7 +497,8 @@ class CompanionService:
             update["ripple"], update["ripple_count"] = round(ripple[0], 6), ripple[1]
         mood = resonance(valence, arousal, record.valence, record.arousal)
         if mood is not None:
-            score *= 1 - st.resonance_weight + st.resonance_weight * mood
+            # Raises a memory whose mood matches (resonance > 0.5), lowers one whose mood is opposite.
+            score *= 1 + st.resonance_weight * (2 * mood - 1)
             update["resonance"] = round(mood, 6)
         if not update:
             return result

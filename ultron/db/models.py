@@ -64,12 +64,38 @@ class Agent(Base):
     # sha256 of the full key; the prefix lets an operator recognise a key without storing it.
     key_hash: Mapped[str | None] = mapped_column(Text, unique=True)
     key_prefix: Mapped[str | None] = mapped_column(Text)
-    groups: Mapped[list[str]] = mapped_column(ARRAY(Text), nullable=False, server_default=text("'{}'"))
     # Admin agents may edit and delete any memory of their tenant; others only their own.
     is_admin: Mapped[bool] = mapped_column(Boolean, nullable=False, server_default=text("false"))
     created_at: Mapped[datetime] = _now()
     revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     last_seen_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class AgentGroup(Base):
+    """A named group of agents in a tenant; memories with scope 'group' are visible to its members only."""
+
+    __tablename__ = "agent_groups"
+    __table_args__ = (UniqueConstraint("tenant_id", "name", name="uq_agent_groups_tenant_name"),)
+
+    id: Mapped[uuid.UUID] = _uuid_pk()
+    tenant_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False
+    )
+    name: Mapped[str] = mapped_column(Text, nullable=False)
+    created_at: Mapped[datetime] = _now()
+
+
+class GroupMember(Base):
+    __tablename__ = "group_members"
+    __table_args__ = (Index("ix_group_members_agent", "agent_id"),)
+
+    group_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("agent_groups.id", ondelete="CASCADE"), primary_key=True
+    )
+    agent_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("agents.id", ondelete="CASCADE"), primary_key=True
+    )
+    added_at: Mapped[datetime] = _now()
 
 
 class EmbeddingProfile(Base):
@@ -96,6 +122,7 @@ class Memory(Base):
         CheckConstraint("tier IN ('hot','warm','cold')", name="ck_memories_tier"),
         CheckConstraint("status IN ('active','archived')", name="ck_memories_status"),
         CheckConstraint("scope IN ('shared','private','group')", name="ck_memories_scope"),
+        CheckConstraint("importance BETWEEN 1 AND 10", name="ck_memories_importance"),
         # No index holds `tier`, and the table keeps 20 % of each page free (fillfactor 80, migration
         # 0003): a rebalance that moves a memory between tiers is then a HOT update, which writes no new
         # HNSW/GIN entry (see docs/worker.md).
@@ -146,6 +173,9 @@ class Memory(Base):
     pinned: Mapped[bool] = mapped_column(Boolean, nullable=False, server_default=text("false"))
     valence: Mapped[float | None] = mapped_column(Float)
     arousal: Mapped[float | None] = mapped_column(Float)
+    # 1-10, 5 neutral: a factor in companion ranking; resolved memories sink (migration 0011).
+    importance: Mapped[int] = mapped_column(SmallInteger, nullable=False, server_default="5")
+    resolved_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     redacted_entities: Mapped[dict[str, int]] = mapped_column(
         JSONB, nullable=False, server_default=text("'{}'")
     )
@@ -188,6 +218,25 @@ class TermTotals(Base):
     docs: Mapped[int] = mapped_column(Integer, nullable=False)
     avg_len: Mapped[float] = mapped_column(Float, nullable=False)
     refreshed_at: Mapped[datetime] = _now()
+
+
+class MemoryEntity(Base):
+    """A person, place or project a memory names (ultron/companion/entities.py)."""
+
+    __tablename__ = "memory_entities"
+    __table_args__ = (
+        CheckConstraint("kind IN ('person', 'place', 'project')", name="ck_memory_entities_kind"),
+        Index("ix_memory_entities_tenant_name", "tenant_id", "name"),
+    )
+
+    memory_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("memories.id", ondelete="CASCADE"), primary_key=True
+    )
+    tenant_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False
+    )
+    kind: Mapped[str] = mapped_column(Text, primary_key=True)
+    name: Mapped[str] = mapped_column(Text, primary_key=True)
 
 
 class MemoryContribution(Base):

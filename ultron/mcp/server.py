@@ -183,9 +183,13 @@ def build_server(
         tags: list[str] | None = None,
         tier: Tier | None = None,
         pinned: bool | None = None,
+        valence: float | None = None,
+        arousal: float | None = None,
+        importance: int | None = None,
     ) -> dict[str, Any]:
         """Correct a memory you contributed (admins: any): changed text is re-redacted, re-embedded and
-        re-summarized. pinned=true keeps it in every brief and out of decay."""
+        re-summarized. pinned=true keeps it in every brief and out of decay. valence (-1..1), arousal
+        (0..1) and importance (1-10, 5 neutral) change how it ranks."""
         changes = {
             "content": content,
             "context": context,
@@ -193,6 +197,9 @@ def build_server(
             "tags": tags,
             "tier": tier,
             "pinned": pinned,
+            "valence": valence,
+            "arousal": arousal,
+            "importance": importance,
         }
         patch = MemoryPatch(**{k: v for k, v in changes.items() if v is not None})
         return await run(ctx, "edit", UUID(memory_id), patch)
@@ -208,6 +215,12 @@ def build_server(
     async def pin(memory_id: str, ctx: Context, pinned: bool = True) -> dict[str, Any]:
         """Pin (or unpin: pinned=false) a memory: pinned ones never decay, never archive, lead the brief."""
         return await run(ctx, "pin", UUID(memory_id), pinned)
+
+    @server.tool()
+    async def resolve(memory_id: str, ctx: Context, resolved: bool = True) -> dict[str, Any]:
+        """Mark a memory resolved (the matter is settled; resolved=false reopens it): it is kept and still
+        found, but sinks in search and leaves the brief's HOT and personal sections."""
+        return await run(ctx, "resolve", UUID(memory_id), resolved)
 
     @server.tool()
     async def dream(ctx: Context, limit: int = 10) -> dict[str, Any]:
@@ -251,6 +264,7 @@ TOOL_NAMES = (
     "edit",
     "forget",
     "pin",
+    "resolve",
     "dream",
     "reflect",
 )

@@ -55,6 +55,8 @@ class UploadRequest(BaseModel):
             raise ValueError("occurred_at needs a timezone (e.g. 2026-03-14T19:00:00Z)")
         return value
 
+    importance: int | None = Field(None, ge=1, le=10, description="1 (trivial) to 10 (vital); default 5")
+
     @field_validator("content")
     @classmethod
     def _content_not_blank(cls, value: str) -> str:
@@ -80,6 +82,9 @@ class MemoryPatch(BaseModel):
     tier: Tier | None = None
     status: Status | None = None
     pinned: bool | None = None
+    valence: float | None = Field(None, ge=-1, le=1)
+    arousal: float | None = Field(None, ge=0, le=1)
+    importance: int | None = Field(None, ge=1, le=10)
 
     @field_validator("content")
     @classmethod
@@ -122,6 +127,8 @@ class MemoryRecord(BaseModel):
     thread: str | None = Field(None, description="The conversation or session it comes from")
     position: int | None = Field(None, description="Its place in the thread")
     occurred_at: datetime | None = Field(None, description="When what it tells happened")
+    importance: int = Field(5, description="1 (trivial) to 10 (vital)")
+    resolved_at: datetime | None = Field(None, description="When it was resolved: it then sinks in ranking")
 
 
 class ScoreComponents(BaseModel):
@@ -160,6 +167,12 @@ class ScoreComponents(BaseModel):
         None,
         description="Id of the contribution whose text matched most query terms (merged uploads)",
     )
+    importance: float | None = Field(None, description="Factor of the memory's importance (5 is 1.0)")
+    resolved: float | None = Field(None, description="Factor a resolved memory is sunk by")
+    urgency: float | None = Field(None, description="Factor high arousal adds")
+    freshness: float | None = Field(None, description="Factor a memory gets in its first hours")
+    entity: float | None = Field(None, description="Factor for people/places/projects shared with the query")
+    entities: list[str] | None = Field(None, description="The entities this memory shares with the query")
 
 
 class SearchResult(BaseModel):

@@ -137,6 +137,9 @@ class MemoryService:
         self.embedder = embedder
         self.intelligence = intelligence
         self.redactor = redactor
+        # What each scope redacts: the settings' policy, or a tenant's own merged over it (loaded per upload).
+        self.redaction_policy = settings.redaction_policy()
+        self._tenant_policies: dict[UUID, Any] = {}
         self.hard_threshold, self.soft_threshold = settings.dedup_thresholds
         # Set by the hub once the companion service exists.
         self.companion: CompanionHooks | None = None
@@ -147,13 +150,29 @@ class MemoryService:
 
     # --- helpers -------------------------------------------------------------------------------
 
+    def load_tenant_policy(self, session: Session, tenant_id: UUID) -> None:
+        """Read the tenant's redaction policy (`tenants.settings -> 'redaction'`) over the global one."""
+        from ultron.db.models import Tenant
+        from ultron.privacy.policy import RedactionPolicy
+
+        raw = session.execute(select(Tenant.settings["redaction"]).where(Tenant.id == tenant_id)).scalar()
+        try:
+            own = None if raw is None else self.redaction_policy.merged(RedactionPolicy.from_mapping(raw))
+        except ValueError as exc:
+            raise ValidationFailed(f"this tenant's redaction policy is invalid: {exc}") from None
+        self._tenant_policies[tenant_id] = own or self.redaction_policy
+
+    def scope_policy(self, tenant_id: UUID, scope: str) -> Any:
+        """What a memory of `scope` in this tenant has redacted (private ones keep names by default)."""
+        return self._tenant_policies.get(tenant_id, self.redaction_policy).for_scope(scope)
+
     def _redact(
-        self, fields: dict[str, str], tags: list[str]
+        self, fields: dict[str, str], tags: list[str], policy: Any = None
     ) -> tuple[dict[str, str], list[str], dict[str, int]]:
         if self.redactor is None:
             return fields, tags, {}
         tag_fields = {f"tag{i}": t for i, t in enumerate(tags)}
-        clean, counts = self.redactor.redact_fields({**fields, **tag_fields})
+        clean, counts = self.redactor.redact_fields({**fields, **tag_fields}, policy)
         out = {k: clean[k] or "" for k in fields}
         clean_tags = [clean[k] or "" for k in tag_fields]
         return out, [t for t in clean_tags if t], counts
@@ -176,7 +195,7 @@ class MemoryService:
             raise ValidationFailed("scope 'group' needs a group name")
         if req.scope == "group" and req.group not in actor.groups:
             raise ValidationFailed(f"agent {actor.agent_name!r} is not in group {req.group!r}")
-        fields, tags, redacted = self._redact(fields, req.tags)
+        fields, tags, redacted = self._redact(fields, req.tags, self.scope_policy(actor.tenant_id, req.scope))
         if not fields["content"].strip():
             raise ValidationFailed("content is empty after redaction")
         memory_type = self.intelligence.infer_type(**fields)
@@ -235,6 +254,8 @@ class MemoryService:
         self, session: Session, actor: Actor, req: UploadRequest, *, prepared: _Prepared | None = None
     ) -> UploadResult:
         """Redact, type, embed and summarize; then merge into a near duplicate or insert a new memory."""
+        if prepared is None:  # prepared: the caller loaded the tenant's policy before preparing
+            self.load_tenant_policy(session, actor.tenant_id)
         result = self._upload(session, actor, req, prepared)
         return result if self.companion is None else self.companion.after_upload(session, actor, req, result)
 
@@ -336,7 +357,7 @@ class MemoryService:
         if merged is not None:
             merged = {k: (merged.get(k) or existing[k]) for k in TEXT_FIELDS}
             self._check_sizes(merged)
-            merged, _, more = self._redact(merged, [])
+            merged, _, more = self._redact(merged, [], self.scope_policy(actor.tenant_id, memory.scope))
             text_changed = merged != existing
             if text_changed:
                 self._apply_text(memory, merged)
@@ -586,7 +607,9 @@ class MemoryService:
         if not 1 <= limit <= 200:
             raise ValidationFailed("limit must be between 1 and 200")
         # Queries go to the embedding provider (maybe an external API): redact them like any text.
-        query = self.redactor.redact(query[:4000]).text if self.redactor is not None else query[:4000]
+        # A query is the asker's own and never stored: names stay, so private memories keeping them match.
+        policy = self.scope_policy(actor.tenant_id, "private")
+        query = self.redactor.redact(query[:4000], policy).text if self.redactor is not None else query[:4000]
         vector = np.asarray(self.embedder.embed([query], kind="query")[0], dtype=np.float32)
         rows = session.execute(
             q("search_memories"), self._search_params(actor, query, vector, tier, limit)
@@ -617,6 +640,7 @@ class MemoryService:
                 valence=valence,
                 arousal=arousal,
                 serendipity=serendipity,
+                query=query,
             )
         return results
 
@@ -839,14 +863,16 @@ class MemoryService:
         if new_text or "tags" in changes:
             merged = {**current, **new_text}
             self._check_sizes(merged)
-            merged, tags, counts = self._redact(merged, changes.get("tags") or memory.tags)
+            self.load_tenant_policy(session, actor.tenant_id)
+            policy = self.scope_policy(actor.tenant_id, memory.scope)
+            merged, tags, counts = self._redact(merged, changes.get("tags") or memory.tags, policy)
             memory.tags = tags[: self.settings.max_tags]
             memory.redacted_entities = _add_counts(memory.redacted_entities, counts)
             if merged != current:
                 memory.memory_type = self.intelligence.infer_type(**merged)
                 self._apply_text(memory, merged)
             document.rebuild(session, memory)
-        for name in ("tier", "pinned"):
+        for name in ("tier", "pinned", "valence", "arousal", "importance"):
             if changes.get(name) is not None:
                 setattr(memory, name, changes[name])
         if changes.get("status") is not None and changes["status"] != memory.status:
@@ -937,6 +963,8 @@ def to_record(m: Memory, agent: str | None, contributions: int) -> MemoryRecord:
         thread=m.thread,
         position=m.position,
         occurred_at=m.occurred_at,
+        importance=m.importance,
+        resolved_at=m.resolved_at,
     )
 
 

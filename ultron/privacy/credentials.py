@@ -46,6 +46,12 @@ class CredentialRecognizer(LocalRecognizer):
             FLAGS,
         ),
         re.compile(r"\bsshpass[ \t]+-p[ \t]+(?P<q>[\"']?)(?P<value>[^\s\"']{3,})(?P=q)", FLAGS),
+        # redis-cli -a SECRET, redis-cli --pass SECRET (also redis-benchmark)
+        re.compile(
+            r"(?<![\w-])redis-(?:cli|benchmark)\b[^\n|;]*?[ \t](?:-a|--pass|--askpass)[ \t]+"
+            r"(?P<q>[\"']?)(?P<value>[^\s\"']{3,})(?P=q)",
+            FLAGS,
+        ),
         re.compile(r"(?:[ \t]-u|--user)[ \t]+(?P<q>[\"']?)[^\s:\"'$]+:(?P<value>[^\s\"']{3,})(?P=q)", FLAGS),
         # requests/httpx/aiohttp basic auth: auth=("user", "pw"), HTTPBasicAuth("user", "pw")
         re.compile(

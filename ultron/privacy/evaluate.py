@@ -28,6 +28,10 @@ DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "tests" / "data" / "redac
 SECRET_RECALL_TARGET = 0.98
 PII_RECALL_TARGET = 0.95
 CLEAN_UNCHANGED_TARGET = 0.97
+# Names and street addresses, scored per language (issue 19).
+NAME_ENTITIES = ("PERSON", "STREET_ADDRESS")
+NAME_RECALL_TARGET = 0.95
+NAME_PRECISION_TARGET = 0.9
 _LEAK_WINDOW = 16
 
 
@@ -66,6 +70,7 @@ class Report:
     memory_p50_ms: float = 0.0
     memory_p95_ms: float = 0.0
     memory_wall_p50_ms: float = 0.0
+    by_language: dict[str, TypeScore] = field(default_factory=dict)  # NAME_ENTITIES, per language
 
     @property
     def clean_share(self) -> float:
@@ -90,6 +95,13 @@ class Report:
         secrets = self.group(SECRET_ENTITIES)
         if secrets.support and secrets.recall < SECRET_RECALL_TARGET:
             out.append(f"secrets recall {secrets.recall:.3f} < {SECRET_RECALL_TARGET}")
+        for lang, s in sorted(self.by_language.items()):
+            if s.support and s.recall < NAME_RECALL_TARGET:
+                out.append(f"names and addresses ({lang}) recall {s.recall:.3f} < {NAME_RECALL_TARGET}")
+            if s.predicted and s.precision < NAME_PRECISION_TARGET:
+                out.append(
+                    f"names and addresses ({lang}) precision {s.precision:.3f} < {NAME_PRECISION_TARGET}"
+                )
         if self.clean_share < CLEAN_UNCHANGED_TARGET:
             out.append(f"clean unchanged {self.clean_share:.3f} < {CLEAN_UNCHANGED_TARGET}")
         return out
@@ -223,7 +235,14 @@ def evaluate(
 ) -> Report:
     report = Report()
     for snippet in snippets:
+        before = report.group(NAME_ENTITIES)
         score_snippet(report, redactor, snippet, policy)
+        after = report.group(NAME_ENTITIES)
+        total = report.by_language.setdefault(snippet["lang"], TypeScore())
+        total.support += after.support - before.support
+        total.found += after.found - before.found
+        total.predicted += after.predicted - before.predicted
+        total.predicted_right += after.predicted_right - before.predicted_right
     if repeat:
         texts = [s["text"] for s in snippets]
         measure_speed(report, redactor, texts, policy, repeat)
@@ -252,6 +271,8 @@ def format_report(report: Report, snippets: list[dict[str, Any]]) -> str:
             lines.append(
                 f"{name:22s} {s.support:7d} {s.found:6d} {s.predicted:6d} {s.precision:9.3f} {s.recall:7.3f}"
             )
+    for lang, s in sorted(report.by_language.items()):
+        lines.append(_row(f"names+addresses {lang}", s))
     lines.append(
         f"clean snippets unchanged: {report.clean_unchanged}/{report.clean_total} = {report.clean_share:.3f}"
     )

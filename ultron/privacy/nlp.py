@@ -52,18 +52,50 @@ class OfflineSpacyNlpEngine(SpacyNlpEngine):
                 self.nlp[lang] = loaded
                 self.person_languages = frozenset({lang})
 
+    def empty_artifacts(self, language: str) -> NlpArtifacts:
+        """What the recognizers get when no NER is wanted: no tokens, no entities."""
+        return NlpArtifacts([], self.nlp[language].make_doc(""), [], [], self, language, scores=[])
+
     def process_text(self, text, language):  # noqa: D102
         if language not in self.person_languages:
-            return NlpArtifacts([], self.nlp[language].make_doc(""), [], [], self, language, scores=[])
+            return self.empty_artifacts(language)
         view = _LONG_RUN.sub(lambda m: " " * len(m.group()), text)
         with self._model_lock:  # trained pipelines make no thread-safety promise
             return super().process_text(view, language)
 
     def _get_entities(self, doc):  # noqa: D102
-        return [ent for ent in doc.ents if ent.label_ in PERSON_LABELS]
+        return [ent for ent in doc.ents if ent.label_ in PERSON_LABELS and plausible_name(doc.text, ent)]
 
     def _get_scores_for_entities(self, doc):  # noqa: D102
         return [self.ner_model_configuration.default_score] * len(self._get_entities(doc))
+
+
+# Each word of a name: "Maria", "O'Brien", "Jean-Luc", an initial "J.", or a particle ("van", "de").
+_NAME_WORD = re.compile(
+    r"^(?:[A-Z][a-z]+(?:['’-][A-Z]?[a-z]+)*|[A-Z]\.|van|von|de|da|del|der|di|du|la|le|bin|al)$"
+)
+# Capitalised words a small NER model reads as a person in logs and tool output.
+NOT_NAMES = frozenset(
+    "Login Succeeded Max Min Error Errors Warning Failed Fatal Exception Traceback Caused Retry Retries "
+    "Hello Thanks Dear Hi Hey Note Todo Fixme Done Ready Running Pending Unknown None True False Null "
+    "Docker Kubernetes Redis Postgres Nginx Python Java Rust Golang Node Linux Ubuntu Debian Grafana "
+    "Prometheus Kafka Jenkins Celery Flask Django Sentry Terraform Ansible Helm Alembic Pydantic Bearer "
+    "Basic Token Tel Fax Phone Email Thread Crashed Release Notes Fixed Improved".split()
+)
+_BEFORE_CODE = set("._/\\=@#$<{[:-")
+_AFTER_CODE = re.compile(r"^(?:[_/(=\[{<@`]|\.\w|\w|:\S)")
+
+
+def plausible_name(text: str, ent: spacy.tokens.Span) -> bool:
+    """A span a small NER model calls a person is kept as one only when it reads like a name in prose:
+    capitalised words, not glued to code (`config.json`, `--password`, `SLACK_BOT_TOKEN`)."""
+    words = ent.text.split()
+    if not words or not all(_NAME_WORD.match(w) for w in words) or all(len(w) <= 2 for w in words):
+        return False
+    if words[0] in NOT_NAMES or words[-1] in NOT_NAMES:
+        return False
+    before = text[ent.start_char - 1] if ent.start_char else " "
+    return before not in _BEFORE_CODE and not before.isalnum() and not _AFTER_CODE.match(text[ent.end_char :])
 
 
 def load_model(name: str) -> spacy.language.Language | None:

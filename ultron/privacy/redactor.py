@@ -17,6 +17,7 @@ from ultron.privacy import validators
 from ultron.privacy.credentials import is_credential_key
 from ultron.privacy.entities import BUILTIN_ENTITIES, placeholder, rank, tie_break
 from ultron.privacy.nlp import LANGUAGES, NoContextEnhancer, OfflineSpacyNlpEngine
+from ultron.privacy.personal import ChineseNameRecognizer, personal_recognizers
 from ultron.privacy.policy import RedactionPolicy
 from ultron.privacy.recognizers import build_recognizers
 from ultron.privacy.spans import SpanRecognizer
@@ -39,12 +40,16 @@ _TRIGGERS = {
     "REDACTED_TOKEN": r"(?i:bearer|basic|authorization)",
     "REDACTED_CREDENTIAL": (
         r"(?i:pass|pwd|pw|secret|token|key|credential|identified|auth|://)|密码|口令|密钥|秘钥|私钥|令牌|-[pu]"
-        r"|xox|[sr]k_|glpat-|npm_|pypi-|shpat_|SG\.|ya29\."
+        r"|xox|[sr]k_|glpat-|npm_|pypi-|shpat_|SG\.|ya29\.|redis-cli"
     ),
     "PRIVATE_KEY": r"PRIVATE KEY",
     "JWT": r"eyJ",
     "DB_URL_PASSWORD": r"://",
     "USER": r"/home/|/Users/|(?i:users)[\\/]",
+    "STREET_ADDRESS": r"\d[A-Za-z]?,?[ \t]+[A-Z]|[路街道巷弄胡同里][ \t]*\d",
+    "QQ_NUMBER": r"(?i:qq)|扣扣",
+    # English names need a capitalised word, Chinese ones two Chinese characters.
+    "PERSON": r"[A-Z][a-z]|[\u4e00-\u9fff]{2}",
 }
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 
@@ -122,12 +127,15 @@ class Redactor:
         if not text or not plan.entities[language] or not any(t.search(text) for t in plan.triggers):
             self._count({"calls": 1, "chars": len(text), "fast_path": 1})
             return []
+        # NER runs only when this policy wants names in this language (private memories keep them).
+        skip_ner = "PERSON" not in plan.entities[language]
         results = plan.engine.analyze(
             text=text,
             language=language,
             entities=plan.entities[language],
             allow_list=list(plan.policy.allow_list) or None,
             ad_hoc_recognizers=plan.extra[language] or None,
+            nlp_artifacts=plan.engine.nlp_engine.empty_artifacts(language) if skip_ner else None,
         )
         findings = _resolve(results)
         self._count(Counter(calls=1, chars=len(text)) + Counter(f.entity_type for f in findings))
@@ -193,11 +201,12 @@ class Redactor:
                 for name, regex in policy.extra_patterns
                 if policy.enabled(name)
             ]
-        builtin = "|".join(_TRIGGERS[e] for e in sorted(_TRIGGERS) if policy.enabled(e))
+        person = any("PERSON" in entities[lang] for lang in LANGUAGES)
+        builtin = "|".join(
+            _TRIGGERS[e] for e in sorted(_TRIGGERS) if policy.enabled(e) and (e != "PERSON" or person)
+        )
         # Tenant patterns are their own pre-check, each apart: joined, their group numbers would shift.
         triggers = ([builtin] if builtin else []) + [r.patterns[0].regex for r in extra["en"]]
-        if person_languages and policy.enabled("PERSON"):
-            triggers = [r"[\s\S]"]  # a NER model has no cheap pre-check
         return _Plan(policy, engine, entities, extra, [re.compile(t, re.MULTILINE) for t in triggers])
 
     def _engine(self, model: str | None) -> tuple[AnalyzerEngine, frozenset[str]]:
@@ -206,8 +215,9 @@ class Redactor:
             nlp.load()
             registry = RecognizerRegistry(supported_languages=list(LANGUAGES))
             for lang in LANGUAGES:
-                for recognizer in build_recognizers(lang):
+                for recognizer in [*build_recognizers(lang), *personal_recognizers(lang)]:
                     registry.add_recognizer(recognizer)
+                registry.add_recognizer(ChineseNameRecognizer(lang))  # Chinese names in either pipeline
             for lang in nlp.person_languages:
                 registry.add_recognizer(
                     SpacyRecognizer(supported_language=lang, supported_entities=["PERSON"])
@@ -218,7 +228,9 @@ class Redactor:
                 supported_languages=list(LANGUAGES),
                 context_aware_enhancer=NoContextEnhancer(),
             )
-            self._engines[model] = (engine, nlp.person_languages)
+            # Rules find names without a model (kin words in English, jieba's tagger in Chinese); the model
+            # adds English NER.
+            self._engines[model] = (engine, frozenset(LANGUAGES))
         return self._engines[model]
 
 
@@ -271,6 +283,17 @@ def _credential_value(key: str, value: str, policy: RedactionPolicy) -> bool:
 
 _default: Redactor | None = None
 _default_lock = threading.Lock()
+_by_policy: dict[RedactionPolicy, Redactor] = {}
+
+
+def get_redactor(policy: RedactionPolicy) -> Redactor:
+    """The process-wide redactor for a global policy (the default one for the default policy)."""
+    if policy == RedactionPolicy():
+        return get_default_redactor()
+    with _default_lock:
+        if policy not in _by_policy:
+            _by_policy[policy] = Redactor(policy)
+        return _by_policy[policy]
 
 
 def get_default_redactor() -> Redactor:

@@ -20,6 +20,44 @@ _ERRNO_NAMES = (
     "|EPIPE|EAGAIN|EINVAL|EBUSY|ENOTFOUND|EISDIR|ENOTDIR|EROFS)"
 )
 
+# Personal facts and wishes, in the words people use for them: first-person family, health, home and
+# habits (life); instructions about how to be answered, addressed to the assistant (preference). Measured
+# on tests/data/personal_facts.tsv (docs/agents.md).
+_KIN_EN = (
+    r"daughter|son|kids?|children|child|wife|husband|partner|mother|mom|mum|father|dad|sister|brother"
+    r"|family|parents?|grand(?:ma|pa|mother|father|son|daughter|parents?)|aunt|uncle|cousin|baby|twins"
+    r"|dog|cat|pet|puppy|kitten|birthday|anniversary|wedding|hometown|girlfriend|boyfriend|fianc[ée]e?"
+)
+_LIFE_PERSONAL = (
+    rf"(?i:\b(?:my|our)\s+(?:{_KIN_EN})\b"
+    r"|\bI(?:'m| am)\s+(?:allergic|vegetarian|vegan|pregnant|afraid|scared|married|divorced|training|diabetic"
+    r"|a (?:mother|father|mom|dad|parent)|\d+ years old|left-handed|lactose)"
+    r"|\bI (?:have|had|got) (?:a |an |type \d )?"
+    r"(?:diabetes|asthma|allerg\w*|migraines?|a (?:dog|cat|baby|son|daughter))"
+    r"|\bI (?:live|lived|grew up|moved|was born|play|go to bed|wake up|usually sleep"
+    r"|don't eat|do not eat|never eat)\b"
+    r"|\bwe (?:have|adopted|got) (?:an? |two |three )?(?:\w+ )?"
+    r"(?:dogs?|cats?|retriever|terrier|pupp(?:y|ies)|kittens?|parrot|baby|kids)\b"
+    r"|\bI (?:go |went )?(?:swimming|running|cycling|hiking|climbing|jogging)\b"
+    r"|\b(?:allerg(?:y|ic|ies)|surgery|medication|diabetes|pregnan\w*|marathon|badminton|violin|piano)\b)"
+    r"|我的?(?:女儿|儿子|孩子|老婆|老公|妻子|丈夫|爸|妈|父亲|母亲|姐姐|妹妹|哥哥|弟弟|爷爷|奶奶|外婆|外公|家人|家里|家养|生日|老家)"
+    r"|^(?:女儿|儿子|孩子|老婆|老公|爸爸|妈妈)|过敏|生日|老家|怀孕|预产期|手术|糖尿病|高血压|吃素|素食|养了一?[只条]"
+    r"|宠物|马拉松|羽毛球|小提琴|钢琴课|睡觉|起床|大寿|我住在|结婚|纪念日|我们家|跑步|游泳|长大|搬到|搬家"
+)
+_PREFERENCE_PERSONAL = (
+    r"(?i:\b(?:answer|reply|respond|write|talk|speak)(?: to)? (?:me |to me )?in\b|\bcall me\b|\bremind me\b"
+    r"|\bsend me\b|\bgive me\b|^\s*(?:please\s+)?[A-Z]?[a-z]+\b[^.\n]{0,60}\bfor me\b|\bask (?:me )?before\b"
+    r"|\bI(?:'d| would) rather\b"
+    r"|\bI want (?:answers|replies|responses|you)\b|\bdon'?t [^.\n]{0,30}\b(?:to|for|with) me\b"
+    r"|^\s*(?:please\s+)?(?:always|never)\b"
+    r"|^\s*please (?:write|use|reply|answer|respond|format|call|keep|send)\b"
+    r"|\b(?:short|brief|concise|detailed) (?:answers|replies|explanations)\b"
+    r"|\bkeep (?:explanations|answers|replies|it) (?:short|brief|concise)\b"
+    r"|\b(?:reply|answer) in (?:bullet points|a table|a list)\b|\bwhen you (?:give|send|show|tell) me\b)"
+    r"|(?:回答|回复|答复)我|叫我|别给我|不要给我|给我[^。\n]{0,10}(?:用|写|的时候)|请(?:用|统一|写|先)|先问我|用(?:列表|表格|中文|英文|公制)"
+    r"|以后[^。\n]{0,10}(?:用|叫|别|不要)|不要在回复|请[^。\n]{0,6}写"
+)
+
 # Checked in this order; the first type with a hit wins. Security outranks error (a leaked key found
 # through a stack trace is a security memory); error outranks the softer kinds. Error markers are the
 # unambiguous ones (exception names, "failed", 报错): plain "wrong" or 错误 also mark corrections.
@@ -41,6 +79,7 @@ _TYPE_RULES: list[tuple[str, re.Pattern[str]]] = [
             r"|(?i:\btraceback\b|\berror\s*[:：]|\bexception\b|\berrno\b|\bfail(ed|s|ure)?\b|\bcrash"
             r"|\bsegfault|\bsegmentation fault|\bcore dumped|\bpanic:|\bpanicked at\b|\boom-?killed\b"
             r"|\bsig(segv|abrt|bus|fpe|ill)\b|(?<!running )(?<!run )\bout of memory\b"
+            r"|\bbad gateway\b|\bconnection (?:refused|reset)\b|\btimed out\b"
             r"|\bexit (code|status) [1-9]|\bstack ?trace)"
             r"|报错|失败|异常|崩溃|出错|闪退|宕机|段错误|内存溢出|错误信息|错误码|错误[:：]"
         ),
@@ -58,7 +97,7 @@ _TYPE_RULES: list[tuple[str, re.Pattern[str]]] = [
         re.compile(
             r"(?i:\bprefer(s|red|ence)?\b|\balways use\b|\bi (like|love)\b|\bdon'?t use\b|\bdo not use\b"
             r"|\bnever use\b|\bfavou?rite\b|\brather than\b)"
-            r"|偏好|喜欢|习惯|倾向于|更愿意|不要用|总是用|优先使用"
+            r"|偏好|喜欢|习惯|倾向于|更愿意|不要用|总是用|优先使用|" + _PREFERENCE_PERSONAL
         ),
     ),
     (
@@ -66,7 +105,8 @@ _TYPE_RULES: list[tuple[str, re.Pattern[str]]] = [
         re.compile(
             r"(?i:\b(travel\w*|trip|flights?|airport|airline|boarding|seats?|luggage|visa|hotel|restaurant"
             r"|food|recipe|cooking|diet|health(?! ?check)|exercise|workout|commute|jet lag)\b)"
-            r"|生活|旅行|旅游|乘机|航班|机场|选座|行李|签证|酒店|餐厅|饮食|美食|做饭|健康|睡眠|运动|通勤"
+            r"|生活|旅行|旅游|乘机|航班|机场|选座|行李|签证|酒店|餐厅|饮食|美食|做饭|健康|睡眠|运动|通勤|"
+            + _LIFE_PERSONAL
         ),
     ),
 ]

@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # loaded where used: a CLI search needs the memory schemas an
     from ultron.clusters.schemas import ClusterDetail, ClusterSummary
     from ultron.companion.schemas import Brief, Dream, ReflectionResult
     from ultron.config import Settings
+    from ultron.groups.schemas import GroupInfo
     from ultron.ingestion.schemas import (
         ImportStatus,
         IngestResult,
@@ -102,10 +103,19 @@ class Ultron:
         group: str | None = None,
         valence: float | None = None,
         arousal: float | None = None,
+        importance: int | None = None,
     ) -> MemoryRecord:
         """Store an experience; returns the memory it became (new or merged into)."""
         return self.upload(
-            content, context, resolution, tags, scope=scope, group=group, valence=valence, arousal=arousal
+            content,
+            context,
+            resolution,
+            tags,
+            scope=scope,
+            group=group,
+            valence=valence,
+            arousal=arousal,
+            importance=importance,
         ).record
 
     def upload(
@@ -119,6 +129,7 @@ class Ultron:
         group: str | None = None,
         valence: float | None = None,
         arousal: float | None = None,
+        importance: int | None = None,
     ) -> UploadResult:
         """Like upload_memory, with the dedup decision and similarity."""
         req = UploadRequest(
@@ -130,6 +141,7 @@ class Ultron:
             group=group,
             valence=valence,
             arousal=arousal,
+            importance=importance,
         )  # type: ignore[arg-type]
         return self._backend.upload(req)
 
@@ -202,6 +214,10 @@ class Ultron:
     def unpin_memory(self, memory_id: UUID | str) -> MemoryRecord:
         return self._backend.pin(_uuid(memory_id), False)
 
+    def resolve_memory(self, memory_id: UUID | str, resolved: bool = True) -> MemoryRecord:
+        """Resolve (or, with resolved=False, reopen): a resolved memory sinks in search and the brief."""
+        return self._backend.resolve(_uuid(memory_id), resolved)
+
     def dream(self, limit: int = 10) -> Dream:
         """Recent memories not yet reflected on, with reflection prompts."""
         return self._backend.dream(limit)
@@ -230,6 +246,32 @@ class Ultron:
             group=group,
         )
         return self._backend.reflect(req)
+
+    # --- groups -------------------------------------------------------------------------------------
+
+    def list_groups(self) -> list[GroupInfo]:
+        """Every group of the tenant (admin) or the caller's own, with members and memory counts."""
+        return self._backend.list_groups()
+
+    def agent_groups(self, agent: str | None = None) -> list[str]:
+        """The groups of `agent` (default: this client's agent; another agent's needs an admin)."""
+        return self._backend.agent_groups(agent)
+
+    def create_group(self, name: str) -> GroupInfo:
+        """Create a group (admin)."""
+        return self._backend.create_group(name)
+
+    def delete_group(self, name: str) -> None:
+        """Delete a group (admin); refused while it still holds memories."""
+        self._backend.delete_group(name)
+
+    def add_to_group(self, group: str, agent: str) -> GroupInfo:
+        """Add `agent` to `group` (admin)."""
+        return self._backend.add_member(group, agent)
+
+    def remove_from_group(self, group: str, agent: str) -> GroupInfo:
+        """Remove `agent` from `group` (admin)."""
+        return self._backend.remove_member(group, agent)
 
     # --- ingestion and trajectories -------------------------------------------------------------
 

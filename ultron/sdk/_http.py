@@ -19,6 +19,7 @@ from ultron.errors import (
     Unauthorized,
     ValidationFailed,
 )
+from ultron.groups.schemas import GroupInfo
 from ultron.memory.schemas import (
     Contribution,
     MemoryPatch,
@@ -160,6 +161,10 @@ class HttpBackend:
         path = f"/memories/{memory_id}/{'pin' if pinned else 'unpin'}"
         return MemoryRecord.model_validate(self._request("POST", path))
 
+    def resolve(self, memory_id: UUID, resolved: bool) -> MemoryRecord:
+        path = f"/memories/{memory_id}/{'resolve' if resolved else 'unresolve'}"
+        return MemoryRecord.model_validate(self._request("POST", path))
+
     def dream(self, limit: int) -> Dream:
         from ultron.companion.schemas import Dream
 
@@ -170,6 +175,27 @@ class HttpBackend:
 
         body = req.model_dump(mode="json")
         return ReflectionResult.model_validate(self._request("POST", "/reflections", json=body))
+
+    def list_groups(self) -> list[GroupInfo]:
+        return [GroupInfo.model_validate(g) for g in self._request("GET", "/groups")]
+
+    def agent_groups(self, agent: str | None) -> list[str]:
+        path = "/agents/me/groups" if agent is None else f"/agents/{quote(agent, safe='')}/groups"
+        return list(self._request("GET", path))
+
+    def create_group(self, name: str) -> GroupInfo:
+        return GroupInfo.model_validate(self._request("POST", "/groups", json={"name": name}))
+
+    def delete_group(self, name: str) -> None:
+        self._request("DELETE", f"/groups/{quote(name, safe='')}")
+
+    def add_member(self, group: str, agent: str) -> GroupInfo:
+        path = f"/groups/{quote(group, safe='')}/members/{quote(agent, safe='')}"
+        return GroupInfo.model_validate(self._request("PUT", path))
+
+    def remove_member(self, group: str, agent: str) -> GroupInfo:
+        path = f"/groups/{quote(group, safe='')}/members/{quote(agent, safe='')}"
+        return GroupInfo.model_validate(self._request("DELETE", path))
 
     def ingest_files(self, files: list[IngestFile]) -> IngestResult:
         from ultron.ingestion.schemas import IngestResult

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, TypeVar
 from uuid import UUID
 
@@ -14,6 +15,8 @@ from ultron.clusters import views as cluster_views
 from ultron.clusters.schemas import ClusterDetail, ClusterSummary
 from ultron.companion.schemas import Brief, Dream, ReflectionRequest, ReflectionResult
 from ultron.db.models import Agent
+from ultron.groups import service as groups
+from ultron.groups.schemas import GroupInfo
 from ultron.hub import Hub
 from ultron.ingestion.schemas import (
     ImportStatus,
@@ -41,7 +44,7 @@ from ultron.skills.schemas import (
     SkillSummary,
     SkillUploadResult,
 )
-from ultron.tenancy import Actor, ensure_tenant, local_actor
+from ultron.tenancy import Actor, ensure_tenant, local_actor, member_groups
 from ultron.worker.status import WorkerStatus
 
 T = TypeVar("T")
@@ -69,6 +72,9 @@ class LocalBackend:
 
     def _run(self, fn: Callable[[Session, Actor], T]) -> T:
         with self.hub.db.session() as session:
+            # Memberships change while a client lives (an admin adds it to a group): read them per call.
+            if self.actor.agent_id is not None:
+                self.actor = replace(self.actor, groups=member_groups(session, self.actor.agent_id))
             return fn(session, self.actor)
 
     def upload(self, req: UploadRequest) -> UploadResult:
@@ -110,11 +116,32 @@ class LocalBackend:
     def pin(self, memory_id: UUID, pinned: bool) -> MemoryRecord:
         return self._run(lambda s, a: self.hub.companion.pin(s, a, memory_id, pinned))
 
+    def resolve(self, memory_id: UUID, resolved: bool) -> MemoryRecord:
+        return self._run(lambda s, a: self.hub.companion.resolve(s, a, memory_id, resolved))
+
     def dream(self, limit: int) -> Dream:
         return self._run(lambda s, a: self.hub.companion.dream(s, a, limit))
 
     def reflect(self, req: ReflectionRequest) -> ReflectionResult:
         return self._run(lambda s, a: self.hub.companion.reflect(s, a, req))
+
+    def list_groups(self) -> list[GroupInfo]:
+        return self._run(groups.list_groups)
+
+    def agent_groups(self, agent: str | None) -> list[str]:
+        return self._run(lambda s, a: groups.agent_groups(s, a, agent))
+
+    def create_group(self, name: str) -> GroupInfo:
+        return self._run(lambda s, a: groups.create_group(s, a, name))
+
+    def delete_group(self, name: str) -> None:
+        self._run(lambda s, a: groups.delete_group(s, a, name))
+
+    def add_member(self, group: str, agent: str) -> GroupInfo:
+        return self._run(lambda s, a: groups.add_member(s, a, group, agent))
+
+    def remove_member(self, group: str, agent: str) -> GroupInfo:
+        return self._run(lambda s, a: groups.remove_member(s, a, group, agent))
 
     def ingest_files(self, files: list[IngestFile]) -> IngestResult:
         return self._run(lambda s, a: self.hub.ingestion.ingest_files(s, a, files))
@@ -208,7 +235,7 @@ def _named_actor(session: Session, name: str, tenant: str) -> Actor:
     agent = session.execute(
         select(Agent).where(Agent.tenant_id == tenant_id, Agent.name == name)
     ).scalar_one()
-    return Actor(tenant_id, agent.id, agent.name, tenant, tuple(agent.groups), agent.is_admin)
+    return Actor(tenant_id, agent.id, agent.name, tenant, member_groups(session, agent.id), agent.is_admin)
 
 
 def existing_actor(session: Session, name: str, tenant: str) -> Actor:
@@ -227,4 +254,6 @@ def existing_actor(session: Session, name: str, tenant: str) -> Actor:
             f"`ultron agents create {name} --tenant {tenant}`"
         )
     agent = row[0]
-    return Actor(agent.tenant_id, agent.id, agent.name, tenant, tuple(agent.groups), agent.is_admin)
+    return Actor(
+        agent.tenant_id, agent.id, agent.name, tenant, member_groups(session, agent.id), agent.is_admin
+    )

@@ -36,10 +36,20 @@ JUDGE_MESSAGE_TOKENS = 400
 # How many closing messages are read for completion signals.
 CLOSING_MESSAGES = 3
 
+# A tool result is an error when it says so in any case and in the shapes tools use: exception names and
+# tracebacks, `error:`/`ERROR:`/`[error]`/`npm ERR!`, non-zero exit codes (`exit code 1`, `exited with 2`,
+# `returncode=1`, `"exit_code": 127`), `"is_error": true` / `"status": "error"` in a JSON body, and the
+# usual shell failures. "0 failed", "no errors" and "exit code 0" are not errors.
 TOOL_ERROR = re.compile(
-    r"Traceback \(most recent call last\)|\b[A-Z]\w*(Error|Exception)\b|(^|\s)(error|fatal):|"
-    r"exit (code|status):? ?[1-9]|command not found|No such file or directory|Permission denied|"
-    r"\bFAILED\b|panicked at|Segmentation fault|Error from server|\b[Ff]orbidden\b",
+    r"Traceback \(most recent call last\)|^\s*File \"[^\"\n]+\", line \d+|\b[A-Z]\w*(?:Error|Exception)\b"
+    r"|(?i:(?:^|[\s\[(>])(?:error|fatal|err!|failure)\]?[ \t]*[:!]|\[error\]|\bnpm err!"
+    r"|\bexit(?:ed)?(?: with)?(?: code| status)?:?[ \t]*[1-9]\d*\b|non-zero exit"
+    r"|\breturn ?code[=:][ \t]*[1-9]|\"?exit_?code\"?[ \t]*[:=][ \t]*[1-9]|\"is_?error\"[ \t]*:[ \t]*true"
+    r"|\"status\"[ \t]*:[ \t]*\"(?:error|failed)\"|command not found"
+    r"|no such file or directory|permission denied|(?<!\b0 )\bfailed\b(?![ \t]*[:=]?[ \t]*0\b)"
+    r"|panicked at|segmentation fault|error from server|\bforbidden\b|unable to locate|connection refused"
+    r"|cannot connect to the docker daemon)",
+    re.MULTILINE,
 )
 USER_DONE = re.compile(
     r"\b(thanks|thank you|works( now)?|it worked|perfect|great,? (it|that)|that fixed|solved|all good|"

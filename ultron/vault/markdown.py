@@ -28,7 +28,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from ultron import safe_yaml
-from ultron.db.models import Agent, Memory, MemoryContribution
+from ultron.db.models import Agent, Memory, MemoryContribution, MemoryEntity
 from ultron.errors import UltronError, ValidationFailed
 from ultron.memory import fulltext
 from ultron.memory.schemas import Scope, Status, Tier
@@ -206,11 +206,49 @@ class Vault:
                 path.parent.mkdir(exist_ok=True)
                 path.write_text(render(memory, agent), encoding="utf-8")
                 report.written += 1
+        self._entity_pages(session, actor, root)
         for skill_name, text in skills:
             path = _inside(root, root / "skills" / safe_name(skill_name) / "SKILL.md")
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
         return report
+
+    def _entity_pages(self, session: Session, actor: Actor, root: Path) -> None:
+        """`entities/<kind>/<name>.md` per person, place and project, linking the memories that name it
+        (only memories the agent may see; entity rows streamed in name order, one page open at a time)."""
+        stmt = (
+            select(
+                MemoryEntity.kind,
+                MemoryEntity.name,
+                Memory.id,
+                Memory.memory_type,
+                Memory.summary_l0,
+                Memory.content,
+            )
+            .join(Memory, Memory.id == MemoryEntity.memory_id)
+            .where(MemoryEntity.tenant_id == actor.tenant_id, self.memory._visible(actor))
+            .order_by(MemoryEntity.kind, MemoryEntity.name, Memory.created_at, Memory.id)
+            .execution_options(yield_per=PAGE_SIZE)
+        )
+        current: tuple[str, str] | None = None
+        lines: list[str] = []
+
+        def flush() -> None:
+            if current is None:
+                return
+            kind, name = current
+            path = _inside(root, root / "entities" / kind / f"{safe_name(name)}.md")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(f"# {name}\n\n{kind}, named in:\n\n" + "\n".join(lines) + "\n", encoding="utf-8")
+
+        for kind, name, memory_id, memory_type, summary, content in session.execute(stmt):
+            if (kind, name) != current:
+                flush()
+                current, lines = (kind, name), []
+            folder = memory_type if memory_type in STORED_TYPES else "other"
+            page = f"{slug(summary or content)}-{memory_id}.md"
+            lines.append(f"- [{(summary or content)[:80]}](../../{folder}/{page})")
+        flush()
 
     # --- import --------------------------------------------------------------------------------
 
@@ -219,7 +257,9 @@ class Vault:
             here = Path(dirpath)
             # Hidden folders (.obsidian, .trash) hold settings, not memories; skills are the skill hub's.
             dirnames[:] = sorted(
-                d for d in dirnames if not d.startswith(".") and not (here == root and d == "skills")
+                d
+                for d in dirnames
+                if not d.startswith(".") and not (here == root and d in ("skills", "entities"))
             )
             for name in sorted(filenames):
                 path = here / name

@@ -27,6 +27,7 @@ from ultron.errors import NotFound
 from ultron.memory import browse
 from ultron.memory.schemas import MemoryStats, MemoryType, Scope, Status, Tier
 from ultron.tenancy import Actor
+from ultron.web import network
 from ultron.web import skills as skill_views
 
 # Everything from the hub itself, nothing from anywhere else; style attributes are set from script.
@@ -280,3 +281,12 @@ def running_settings(request: Request) -> dict[str, Any]:
     """The running configuration, every secret masked."""
     call(request, lambda s, a: None)
     return _hub(request).settings.masked()
+
+
+@api.get("/network", response_model=network.Network)
+def similarity_network(
+    request: Request, limit: int = Query(80, ge=1, le=network.MAX_NODES), k: int = Query(4, ge=1, le=10)
+) -> network.Network:
+    """The most used memories and their nearest neighbours above the model's calibrated similarity."""
+    embedder = _hub(request).embedder
+    return call(request, lambda s, a: network.similarity_network(s, a, embedder, limit=limit, k=k))

@@ -137,7 +137,7 @@ async function start() {
 // --- routing ------------------------------------------------------------------------------------------
 
 const PAGES = { overview: pageOverview, memories: pageMemories, search: pageSearch, map: pageMap, skills: pageSkills,
-  trajectories: pageTrajectories, settings: pageSettings };
+  trajectories: pageTrajectories, settings: pageSettings, network: pageNetwork, brief: pageBrief };
 
 function route() {
   if (!state.me) return;
@@ -1071,6 +1071,88 @@ async function pageSettings(main) {
     h("div", { class: "toolbar" }, filter),
     h("div", { class: "card table-card" }, h("table", { class: "settings-table", "data-testid": "settings-table" }, tbody)),
     h("p", { class: "fine" }, "Change settings with ULTRON_* environment variables or command-line options and restart the hub; see docs/configuration.md."));
+}
+
+// --- Similarity network -------------------------------------------------------------------------------
+
+async function pageNetwork(main) {
+  const data = await api("/api/dashboard/network?limit=80&k=4");
+  if (!main.isConnected) return;
+  const W = 900, H = 620;
+  const n = data.nodes.length;
+  const index = Object.fromEntries(data.nodes.map((d, i) => [d.id, i]));
+  // Fruchterman-Reingold: a deterministic start on a circle, repulsion k²/d between all nodes, attraction
+  // d²/k along edges (weighted by similarity), a little gravity, and a cooling step; n is at most 200.
+  const pos = data.nodes.map((d, i) => [W / 2 + 200 * Math.cos((2 * Math.PI * i) / Math.max(n, 1)), H / 2 + 200 * Math.sin((2 * Math.PI * i) / Math.max(n, 1))]);
+  const links = data.edges.map((e) => [index[e.source], index[e.target], e.similarity]).filter(([a, b]) => a !== undefined && b !== undefined);
+  const k = 0.3 * Math.sqrt((W * H) / Math.max(n, 1));
+  let temp = W / 8;
+  for (let step = 0; step < 300; step++) {
+    const disp = pos.map(() => [0, 0]);
+    for (let i = 0; i < n; i++) for (let j = i + 1; j < n; j++) {
+      const dx = pos[i][0] - pos[j][0], dy = pos[i][1] - pos[j][1], d = Math.max(Math.hypot(dx, dy), 0.01);
+      const rep = (k * k) / d;
+      disp[i][0] += (dx / d) * rep; disp[i][1] += (dy / d) * rep; disp[j][0] -= (dx / d) * rep; disp[j][1] -= (dy / d) * rep;
+    }
+    for (const [a, b, sim] of links) {
+      const dx = pos[a][0] - pos[b][0], dy = pos[a][1] - pos[b][1], d = Math.max(Math.hypot(dx, dy), 0.01);
+      const att = ((d * d) / k) * (0.5 + sim);
+      disp[a][0] -= (dx / d) * att; disp[a][1] -= (dy / d) * att; disp[b][0] += (dx / d) * att; disp[b][1] += (dy / d) * att;
+    }
+    for (let i = 0; i < n; i++) {
+      disp[i][0] += 0.5 * (W / 2 - pos[i][0]); disp[i][1] += 0.5 * (H / 2 - pos[i][1]);
+      const len = Math.max(Math.hypot(disp[i][0], disp[i][1]), 0.01), move = Math.min(len, temp);
+      pos[i][0] = Math.min(W - 20, Math.max(20, pos[i][0] + (disp[i][0] / len) * move));
+      pos[i][1] = Math.min(H - 20, Math.max(20, pos[i][1] + (disp[i][1] / len) * move));
+    }
+    temp = Math.max(1, temp * 0.98);
+  }
+  const svg = s("svg", { viewBox: `0 0 ${W} ${H}`, width: "100%", "data-testid": "network-svg" });
+  for (const [a, b, sim] of links) {
+    svg.append(s("line", { x1: pos[a][0], y1: pos[a][1], x2: pos[b][0], y2: pos[b][1], stroke: "#8b9cff", "stroke-opacity": Math.min(1, 0.25 + sim / 2), "stroke-width": 1 + 2 * sim, class: "net-edge" },
+      s("title", {}, `similarity ${sim.toFixed(3)}`)));
+  }
+  const maxHits = Math.max(1, ...data.nodes.map((d) => d.hit_count));
+  data.nodes.forEach((d, i) => {
+    const dot = s("circle", { cx: pos[i][0], cy: pos[i][1], r: 5 + 7 * Math.sqrt(d.hit_count / maxHits), fill: typeColor(d.memory_type), class: "net-node", "data-id": d.id },
+      s("title", {}, `${d.summary} · ${d.memory_type} · ${d.tier} · ${d.hit_count} hits`));
+    dot.addEventListener("click", () => openMemory(d.id));
+    svg.append(dot);
+  });
+  main.replaceChildren(head("Similarity network", `${n} most used memories, ${links.length} links at similarity ≥ ${data.min_similarity.toFixed(3)} (calibrated for this embedding model)`),
+    h("div", { class: "card map-card" }, n ? svg : h("div", { class: "muted" }, "No memories yet.")),
+    h("div", { class: "legend" }, TYPES.map((t) => h("span", {}, h("i", { style: `background:${typeColor(t)}` }), t))));
+}
+
+// --- Brief simulation ---------------------------------------------------------------------------------
+
+async function pageBrief(main) {
+  const task = h("input", { type: "search", placeholder: "Task hint (optional), e.g. the cron job cannot import pandas", "data-testid": "brief-task", style: "flex:1" });
+  const budget = h("input", { type: "number", min: 50, max: 100000, value: 800, "data-testid": "brief-budget", style: "width:7em" });
+  const out = h("div", { "data-testid": "brief-result" });
+  const run = async () => {
+    const params = new URLSearchParams({ max_tokens: budget.value || "800" });
+    if (task.value.trim()) params.set("task", task.value.trim());
+    const b = await api(`/brief?${params}`);
+    const colors = { pinned: "#f59e0b", personal: "#ec4899", hot: "#ef4444", skill: "#22c55e" };
+    const rows = b.items.map((it, i) => h("div", { class: "card brief-item", style: "margin-bottom:8px", "data-testid": "brief-item" },
+      h("div", {}, h("span", { class: "chip", style: `background:${colors[it.section] || "#64748b"};color:#0b1020` }, it.section), " ",
+        h("b", {}, `#${i + 1}`), " ", h("span", { class: "muted" }, it.reason)),
+      h("div", { style: "margin:6px 0" }, it.text),
+      h("div", { class: "bars" }, [["tokens", it.tokens, it.tokens / b.max_tokens, "#8b9cff", `${it.tokens} of ${b.max_tokens}`],
+        ...(it.similarity !== null && it.similarity !== undefined ? [["similarity", it.similarity, Math.max(0, it.similarity), "#22c55e", it.similarity.toFixed(3)]] : [])]
+        .map(([k, , share, color, label]) => h("div", { class: "bar-row", "data-key": k }, h("span", { class: "name" }, k),
+          h("div", { class: "track" }, h("div", { class: "fill", style: `width:${Math.min(100, 100 * share)}%;background:${color}` })),
+          h("span", { class: "num" }, label))))));
+    const used = h("div", { class: "card" }, h("b", {}, `${b.tokens} of ${b.max_tokens} tokens`), ` · ${b.items.length} items, ${b.omitted} left out by the budget`,
+      h("div", { class: "track", style: "margin-top:8px" }, h("div", { class: "fill", "data-testid": "brief-budget-bar", style: `width:${Math.min(100, (100 * b.tokens) / b.max_tokens)}%;background:#8b9cff` })));
+    const tips = (b.suggestions || []).map((sg) => h("div", { class: "card", "data-testid": "pin-suggestion" }, h("b", {}, "Pin suggestion: "), sg.summary, h("div", { class: "fine" }, sg.reason)));
+    out.replaceChildren(used, ...tips, ...rows);
+  };
+  const go = h("button", { class: "btn", onclick: () => run().catch((e) => out.replaceChildren(h("div", { class: "card error" }, e.message))), "data-testid": "brief-run" }, "Simulate");
+  main.replaceChildren(head("Brief simulation", "what this agent would receive at session start, in order, and why"),
+    h("div", { class: "toolbar" }, task, budget, go), out);
+  await run();
 }
 
 // --- boot ---------------------------------------------------------------------------------------------

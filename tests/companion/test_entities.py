@@ -1,0 +1,55 @@
+"""Entities (people, places, projects) extracted offline, linked to memories, a recall signal shown in
+explain, and a vault page per entity (issue 19)."""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+
+from tests.companion.conftest import agent
+from ultron.companion.entities import extract
+from ultron.db.models import MemoryEntity
+from ultron.tenancy import local_actor
+from ultron.vault.markdown import Vault, safe_name
+
+
+def test_extract_people_places_projects_in_english_and_chinese():
+    found = extract("Maria Garcia moved the Atlas project from Berlin to Frankfurt with Google")
+    assert ("person", "Maria Garcia") in found
+    assert {("place", "Berlin"), ("place", "Frankfurt")} <= found
+    assert ("project", "Google") in found
+    zh = extract("张伟在北京负责支付宝的迁移")
+    assert ("person", "张伟") in zh and ("place", "北京") in zh
+    assert extract("<PERSON> fixed the config.json loader") == set()  # placeholders and code are not names
+
+
+def test_entities_link_memories_rank_search_and_get_vault_pages(hub, tmp_path):
+    alice = agent(hub, "alice")
+    lily = alice.upload_memory("Lily Chen starts piano lessons in Berlin next month", scope="private")
+    other = alice.upload_memory(
+        "the piano tuner comes every spring, lessons pause that week", scope="private"
+    )
+    assert other.id != lily.id
+    with hub.db.session() as s:
+        links = set(
+            s.execute(select(MemoryEntity.kind, MemoryEntity.name).where(MemoryEntity.memory_id == lily.id))
+        )
+    assert ("person", "Lily Chen") in links and ("place", "Berlin") in links
+    results = alice.search_memories("when does Lily Chen have piano lessons", explain=True, serendipity=False)
+    top = {r.record.id: r for r in results}
+    assert top[lily.id].explain.entity > 1 and top[lily.id].explain.entities == ["Lily Chen"]
+    assert top[other.id].explain.entity is None
+    assert results[0].record.id == lily.id
+
+    with hub.db.session() as s:
+        Vault(hub.memory).export(
+            s, local_actor(s), tmp_path / "admin"
+        )  # local agent: cannot see alice's private
+    assert not (tmp_path / "admin" / "entities").exists()
+    with hub.db.session() as s:
+        actor = alice._backend.actor
+        Vault(hub.memory).export(s, actor, tmp_path / "alice")
+        report = Vault(hub.memory).import_(s, actor, tmp_path / "alice")
+    page = (tmp_path / "alice" / "entities" / "person" / f"{safe_name('Lily Chen')}.md").read_text()
+    assert page.startswith("# Lily Chen") and str(lily.id) in page
+    assert (tmp_path / "alice" / "entities" / "place" / f"{safe_name('Berlin')}.md").exists()
+    assert not report.skipped  # entity pages are not read back as memories

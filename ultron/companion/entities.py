@@ -1,0 +1,82 @@
+"""People, places and projects a memory names, found offline: spaCy NER for English (the redactor's
+model, `en_core_web_sm`), jieba's tags for Chinese (`nr` person, `ns` place, `nt`/`nz` organisation or
+other proper noun). Stored per memory (`memory_entities`), they give recall an entity signal and the
+Markdown vault a page per entity.
+
+Entities are read from the stored, redacted text: a name redacted in a shared memory is `<PERSON>` and
+links nothing; private memories keep names (docs/privacy.md), so a companion's people are linked there.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from typing import Any
+
+from ultron.privacy.nlp import load_model, plausible_name
+from ultron.privacy.policy import DEFAULT_SPACY_MODEL
+
+log = logging.getLogger(__name__)
+
+KINDS = ("person", "place", "project")
+_EN_LABELS = {
+    "PERSON": "person",
+    "GPE": "place",
+    "LOC": "place",
+    "FAC": "place",
+    "ORG": "project",
+    "PRODUCT": "project",
+    "WORK_OF_ART": "project",
+}
+_ZH_FLAGS = {"nr": "person", "nrfg": "person", "ns": "place", "nt": "project", "nz": "project"}
+_CJK = re.compile(r"[\u4e00-\u9fff]")
+MAX_CHARS = 20_000
+_lock = threading.Lock()
+_nlp: Any = None
+_loaded = False
+
+
+def _english() -> Any:
+    global _nlp, _loaded
+    with _lock:
+        if not _loaded:
+            _nlp = load_model(DEFAULT_SPACY_MODEL)
+            _loaded = True
+    return _nlp
+
+
+def _clean(name: str) -> str:
+    return " ".join(name.split()).strip(" .,;:'\"()[]")
+
+
+def extract(text: str) -> set[tuple[str, str]]:
+    """(kind, name) pairs named in the text."""
+    text = text[:MAX_CHARS]
+    found: set[tuple[str, str]] = set()
+    nlp = _english()
+    if nlp is not None and re.search(r"[A-Z][a-z]", text):
+        with _lock:  # spaCy pipelines make no thread-safety promise
+            doc = nlp(text)
+        for ent in doc.ents:
+            kind = _EN_LABELS.get(ent.label_)
+            if kind is None or "<" in ent.text or not re.match(r"[A-Z]", ent.text):
+                continue
+            if kind == "person" and not plausible_name(text, ent):
+                continue
+            name = _clean(ent.text)
+            if 2 <= len(name) <= 80:
+                found.add((kind, name))
+    if _CJK.search(text):
+        from ultron.privacy.personal import ChineseNameRecognizer, chinese_name
+
+        with ChineseNameRecognizer._lock:
+            pairs = [(w.word, w.flag) for w in ChineseNameRecognizer._posseg().cut(text)]
+        for word, flag in pairs:
+            kind = _ZH_FLAGS.get(flag)
+            if kind is None or not 2 <= len(word) <= 12 or not _CJK.search(word):
+                continue
+            if kind == "person" and not chinese_name(word, ""):
+                continue
+            found.add((kind, word))
+    return found
