@@ -776,7 +776,9 @@ def describe_error(exc: BaseException, args: argparse.Namespace) -> tuple[int, s
         return EXIT_INPUT, "invalid input: " + "; ".join(parts)
     if isinstance(exc, NoHub):
         return EXIT_NO_HUB, exc.detail
-    if isinstance(exc, Unauthorized | Forbidden):
+    if isinstance(exc, Forbidden):  # a valid key that may not do this (not an admin, not its memory)
+        return EXIT_ERROR, f"{url} refused the request: {exc.detail}"
+    if isinstance(exc, Unauthorized):
         return EXIT_AUTH, (
             f"{url} refused the request ({exc.detail}): pass a valid key with --api-key or ULTRON_API_KEY "
             "(create one with `ultron agents create NAME`)"

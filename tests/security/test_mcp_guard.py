@@ -86,6 +86,7 @@ def _arguments(tool: str) -> st.SearchStrategy[dict[str, Any]]:
         "edit": {"memory_id": st.one_of(st.uuids().map(str), NASTY_TEXT), "content": NASTY_TEXT},
         "forget": {"memory_id": st.one_of(st.uuids().map(str), NASTY_TEXT)},
         "pin": {"memory_id": st.one_of(st.uuids().map(str), NASTY_TEXT)},
+        "resolve": {"memory_id": st.one_of(st.uuids().map(str), NASTY_TEXT), "resolved": st.booleans()},
         "dream": {"limit": NASTY_INT},
         "reflect": {"content": NASTY_TEXT, "source_ids": ids},
     }
