@@ -641,6 +641,7 @@ class MemoryService:
                 arousal=arousal,
                 serendipity=serendipity,
                 query=query,
+                entities={row.id: list(row.entity_names) for row in rows},
             )
         return results
 
@@ -710,6 +711,8 @@ class MemoryService:
             thread=row.thread,
             position=row.position,
             occurred_at=row.occurred_at,
+            importance=row.importance,
+            resolved_at=row.resolved_at,
         )
         calibrated = calibrated_relevance(self.settings.embedding_provider, row)
         components = None
