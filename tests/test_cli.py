@@ -413,3 +413,16 @@ def test_the_api_reference_says_upload_answers_201_on_create():
     docs = (Path(__file__).parents[1] / "docs" / "api.md").read_text(encoding="utf-8")
     upload = docs.split("### `POST /memories/upload`", 1)[1].split("###", 1)[0]
     assert "`201`" in upload and "201 with a new memory" in upload
+
+
+def test_building_the_parser_loads_no_heavy_module():
+    """`ultron --help` stays fast: no subcommand's parser may import the ORM, numpy or the settings (a
+    cluster-calibration parser that imported the cluster service once cost every command 0.5 s)."""
+    code = (
+        "import sys; from ultron.cli import build_parser; build_parser(); "
+        "names = ('sqlalchemy', 'numpy', 'pydantic_settings', 'ultron.db.models'); "
+        "heavy = [m for m in names if m in sys.modules]; "
+        "print(','.join(heavy))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""

@@ -720,7 +720,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_start_bench_parser(sub)
     from ultron.clusters.bench import add_parser as add_cluster_bench_parser
-    from ultron.clusters.calibration import add_parser as add_cluster_calibration_parser
+    from ultron.clusters.calibration_cli import add_parser as add_cluster_calibration_parser
 
     add_cluster_bench_parser(sub)
     add_cluster_calibration_parser(sub)

@@ -193,27 +193,3 @@ def run_command(args: argparse.Namespace) -> int:
         )
     print(f"* lowest threshold with worst purity >= {TARGET_PURITY} and no mixed core: {chosen}")
     return 0
-
-
-def add_parser(sub: Any) -> None:
-    p = sub.add_parser(
-        "cluster-calibration", help="cluster purity/completeness per join threshold on the topic set"
-    )
-    p.add_argument(
-        "--embedding-provider",
-        dest="embedding_provider",
-        choices=["local", "hash", "dashscope", "openai"],
-        help="embedding provider (default: ULTRON_EMBEDDING_PROVIDER, else local)",
-    )
-    p.add_argument(
-        "--thresholds", help="LO:HI:STEP or a comma list (default: around the model's threshold in use)"
-    )
-    p.add_argument(
-        "--set",
-        choices=sorted(SETS),
-        default="calibration",
-        help="calibration (the thresholds were chosen on it), heldout (six other topics), or all of them",
-    )
-    p.add_argument("--orders", type=int, default=ORDERS, help=f"shuffled upload orders (default {ORDERS})")
-    p.add_argument("--json", action="store_true", help="print the rows as JSON")
-    p.set_defaults(func=run_command)
