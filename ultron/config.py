@@ -56,6 +56,14 @@ class Settings(BaseSettings):
         description="Seconds after which Postgres closes an idle pooled connection, and the most a pooled "
         "connection lives (0: never, 30 min); lets a SIGTERM to Postgres complete while the hub runs",
     )
+    database_replica_urls: SecretStr | None = Field(
+        None,
+        description="Comma-separated postgresql:// URLs of streaming replicas of database_url; search and "
+        "other read-only endpoints go to them (docs/operations.md#read-replicas); unset = no replicas",
+    )
+    database_replica_cooldown_seconds: float = Field(
+        30.0, gt=0, le=3600, description="After a replica fails, reads skip it (go to the primary) this long"
+    )
     embedded_shared_buffers: str | None = Field(
         None,
         pattern=r"^[1-9][0-9]*(kB|MB|GB)$",
@@ -288,6 +296,12 @@ class Settings(BaseSettings):
             if name and not re.fullmatch(r"[A-Z][A-Z0-9_]{1,63}", name):
                 raise ValueError(f"entity types are UPPER_SNAKE_CASE names separated by commas, got {name!r}")
         return value
+
+    def replica_urls(self) -> list[str]:
+        """The configured read replicas' URLs, in order (empty: none)."""
+        if self.database_replica_urls is None:
+            return []
+        return [u.strip() for u in self.database_replica_urls.get_secret_value().split(",") if u.strip()]
 
     def redaction_policy(self) -> Any:
         """The global redaction policy these settings describe."""

@@ -88,18 +88,29 @@ def authenticate(request: Request) -> Actor:
         return request.app.state.auth.actor(request, session)  # type: ignore[no-any-return]
 
 
-def call(request: Request, fn: Callable[[Session, Actor], T]) -> T:
+def reader(actor: Actor) -> tuple[Any, Any]:
+    """Whose writes a read must see (read-your-writes with replicas): the agent."""
+    return (actor.tenant_id, actor.agent_id)
+
+
+def call(request: Request, fn: Callable[[Session, Actor], T], *, read: bool = False) -> T:
     """Run `fn` in one transaction as the calling agent.
 
-    The agent is authenticated first, in its own short transaction; `fn`'s session takes a pooled
-    connection only at its first statement, so provider work a service does before that (a search
-    embedding its query) holds no connection while it waits.
+    The agent is authenticated first, in its own short transaction on the primary (a revoked key is
+    refused at once); `fn`'s session takes a pooled connection only at its first statement, so provider
+    work a service does before that (a search embedding its query) holds no connection while it waits.
+    `read=True` marks an `fn` that writes nothing: with read replicas configured it may run on one
+    (ultron/db/engine.py); anything else runs on the primary and counts as the agent's write.
     """
     hub: Hub = request.app.state.hub
     policy: AuthPolicy = request.app.state.auth
     actor = authenticate(request)
-    with hub.db.session() as session:
-        result = fn(session, actor)
+    if read:
+        result = hub.db.read(lambda session: fn(session, actor), reader(actor))
+    else:
+        with hub.db.session() as session:
+            result = fn(session, actor)
+        hub.db.wrote(reader(actor))
     policy.last_seen.touch(hub.db, actor)
     return result
 
@@ -114,6 +125,7 @@ def call_prepared(request: Request, prepare: Callable[[Actor], P], fn: Callable[
     prepared = prepare(actor)
     with hub.db.session() as session:
         result = fn(session, actor, prepared)
+    hub.db.wrote(reader(actor))
     policy.last_seen.touch(hub.db, actor)
     return result
 
@@ -184,6 +196,7 @@ def search_memories(request: Request, body: SearchRequest) -> SearchResponse:
             serendipity=body.serendipity,
             min_relevance=body.min_relevance,
         ),
+        read=True,
     )
     return SearchResponse(count=len(results), results=results)
 
@@ -197,19 +210,19 @@ def memory_details(request: Request, body: DetailsRequest) -> DetailsResponse:
 
 @memories.get("/stats", response_model=MemoryStats)
 def memory_stats(request: Request) -> MemoryStats:
-    return call(request, lambda s, a: request.app.state.hub.memory.stats(s, a))
+    return call(request, lambda s, a: request.app.state.hub.memory.stats(s, a), read=True)
 
 
 @memories.get("/{memory_id}", response_model=MemoryRecord)
 def get_memory(request: Request, memory_id: UUID) -> MemoryRecord:
     """One memory in full, without counting a hit."""
-    return call(request, lambda s, a: request.app.state.hub.memory.get(s, a, memory_id))
+    return call(request, lambda s, a: request.app.state.hub.memory.get(s, a, memory_id), read=True)
 
 
 @memories.get("/{memory_id}/contributions", response_model=list[Contribution])
 def memory_contributions(request: Request, memory_id: UUID) -> list[Contribution]:
     """Every upload merged into this memory: who sent what, when."""
-    return call(request, lambda s, a: request.app.state.hub.memory.contributions(s, a, memory_id))
+    return call(request, lambda s, a: request.app.state.hub.memory.contributions(s, a, memory_id), read=True)
 
 
 class SplitRequest(BaseModel):
@@ -231,7 +244,7 @@ def split_memory(request: Request, memory_id: UUID, body: SplitRequest) -> Split
 @memories.get("/{memory_id}/thread", response_model=list[MemoryRecord])
 def memory_thread(request: Request, memory_id: UUID, span: int = 2) -> list[MemoryRecord]:
     """The memory with its neighbouring turns of the same thread (position within span), in order."""
-    return call(request, lambda s, a: request.app.state.hub.memory.thread(s, a, memory_id, span))
+    return call(request, lambda s, a: request.app.state.hub.memory.thread(s, a, memory_id, span), read=True)
 
 
 @memories.patch("/{memory_id}", response_model=MemoryRecord)

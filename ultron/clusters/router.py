@@ -19,11 +19,15 @@ def list_clusters(
 ) -> list[ClusterSummary]:
     """Non-empty clusters, largest first, with what the next evolution cycle would do with each."""
     settings = request.app.state.hub.settings
-    return call(request, lambda s, a: views.list_clusters(s, a, settings, limit=limit, offset=offset))
+    return call(
+        request, lambda s, a: views.list_clusters(s, a, settings, limit=limit, offset=offset), read=True
+    )
 
 
 @router.get("/{cluster_id}", response_model=ClusterDetail)
 def get_cluster(request: Request, cluster_id: UUID) -> ClusterDetail:
     """A cluster with a sample of the members you may see (closest to the centroid first) and its skill."""
     hub = request.app.state.hub
-    return call(request, lambda s, a: views.cluster_detail(s, a, hub.settings, hub.skills, cluster_id))
+    return call(
+        request, lambda s, a: views.cluster_detail(s, a, hub.settings, hub.skills, cluster_id), read=True
+    )

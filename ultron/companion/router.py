@@ -21,7 +21,9 @@ def brief(
 ) -> Brief:
     """What to know at session start: pinned memories, what is known about the person, HOT ones relevant
     to the task, then skills."""
-    return call(request, lambda s, a: request.app.state.hub.companion.brief(s, a, task, max_tokens))
+    return call(
+        request, lambda s, a: request.app.state.hub.companion.brief(s, a, task, max_tokens), read=True
+    )
 
 
 @router.post("/memories/{memory_id}/pin", response_model=MemoryRecord)

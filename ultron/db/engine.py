@@ -1,20 +1,47 @@
-"""Engine, session scope and start-up checks."""
+"""Engine, session scope, read replicas and start-up checks.
+
+Reads and writes: `Database.session()` is the primary (every write, the dedup probe, authentication,
+the worker). `Database.read(fn, key)` runs a read-only `fn` on a streaming replica when one is configured
+and able to serve it (docs/operations.md#read-replicas):
+
+- replicas are taken in turn (round robin); one whose connection fails is skipped for
+  `database_replica_cooldown_seconds` (logged), and the read runs again on the primary, so the caller
+  sees no error;
+- read-your-writes: after a write transaction `Database.wrote(key)` records the primary's WAL position
+  (`pg_current_wal_lsn()`, after the commit) for the writer. Until a replica has replayed past that
+  position (`pg_last_wal_replay_lsn()`, asked of the replica in the read's own transaction only while the
+  last replay position seen there is behind), that writer's reads go to the primary. Everyone else may
+  read a replica's slightly older snapshot.
+"""
 
 from __future__ import annotations
 
+import itertools
 import logging
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeVar
 
 from sqlalchemy import create_engine, event, text
 from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from ultron.config import Settings
 from ultron.errors import DatabaseSetupError
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+# Seconds a replica's connection attempt may take before the read goes to the primary.
+REPLICA_CONNECT_TIMEOUT_S = 3
+# Writers whose position is remembered for read-your-writes; past it the oldest entries are dropped
+# (their reads then go to a replica that may not have replayed their last write yet).
+MAX_TRACKED_WRITERS = 100_000
 
 
 def _normalize_url(url: str) -> str:
@@ -33,8 +60,85 @@ def _register_vector(dbapi_conn: object, _record: object) -> None:
         log.debug("vector type not registered yet on this connection")
 
 
+def lsn_value(lsn: str | None) -> int | None:
+    """A pg_lsn's text ('16/B374D848') as a comparable integer."""
+    if lsn is None:
+        return None
+    high, _, low = lsn.partition("/")
+    return (int(high, 16) << 32) | int(low, 16)
+
+
+def _make_engine(
+    url: str,
+    *,
+    pool_size: int,
+    pool_timeout: float,
+    idle_session_timeout: float,
+    ef_search: int,
+    connect_timeout: int | None = None,
+) -> Engine:
+    connect_args: dict[str, object] = {
+        "options": f"-c hnsw.ef_search={ef_search} -c hnsw.iterative_scan=relaxed_order"
+        f" -c idle_session_timeout={int(idle_session_timeout * 1000)}"
+    }
+    if connect_timeout is not None:
+        connect_args["connect_timeout"] = connect_timeout
+    engine = create_engine(
+        url,
+        pool_size=pool_size,
+        max_overflow=pool_size,
+        # Waiting longer for a free connection only queues requests: past it they answer 503.
+        pool_timeout=pool_timeout,
+        pool_pre_ping=True,
+        # A pooled connection lives at most this long (then it is replaced at its next checkout): a
+        # smart shutdown of Postgres waits for every session to end, busy ones included.
+        pool_recycle=max(1.0, idle_session_timeout) if idle_session_timeout > 0 else 1800,
+        # HNSW: look at more neighbours than the default 40 and keep scanning past filtered-out rows.
+        # idle_session_timeout: the server closes a pooled connection idle this long, so a smart
+        # shutdown (SIGTERM) of Postgres completes instead of waiting on the pool forever; the pool's
+        # pre-ping replaces a closed connection on its next use (and fails, as 503, while the server
+        # is shutting down).
+        connect_args=connect_args,
+    )
+    event.listen(engine, "connect", _register_vector)
+    return engine
+
+
+@contextmanager
+def _scope(sessions: sessionmaker[Session]) -> Iterator[Session]:
+    session = sessions()
+    try:
+        yield session
+        session.commit()
+    except BaseException:
+        session.rollback()
+        raise
+    finally:
+        session.close()
+
+
+class _Behind(Exception):
+    """The replica has not replayed the reader's last write yet."""
+
+
+class Replica:
+    """One streaming replica: its engine, its health and the last replay position seen there."""
+
+    def __init__(self, index: int, engine: Engine):
+        self.index = index
+        self.engine = engine
+        self.sessions = sessionmaker(engine, expire_on_commit=False)
+        self.down_until = 0.0  # time.monotonic() before which reads skip it
+        self.replayed = -1  # pg_last_wal_replay_lsn() as last seen, as an integer
+        self.reads = 0  # reads it served (tests, /metrics)
+        self.failures = 0
+
+    def display_url(self) -> str:
+        return make_url(self.engine.url).render_as_string(hide_password=True)
+
+
 class Database:
-    """One engine per process; sessions are scoped to a request or a worker job."""
+    """One engine per process (plus one per read replica); sessions are scoped to a request or a job."""
 
     def __init__(
         self,
@@ -45,50 +149,143 @@ class Database:
         ef_search: int = 100,
         pool_timeout: float = 5.0,
         idle_session_timeout: float = 60.0,
+        replica_urls: list[str] | tuple[str, ...] = (),
+        replica_cooldown: float = 30.0,
     ):
         self.url = _normalize_url(url)
         self.embedded_dir = embedded_dir
-        self.engine: Engine = create_engine(
-            self.url,
-            pool_size=pool_size,
-            max_overflow=pool_size,
-            # Waiting longer for a free connection only queues requests: past it they answer 503.
-            pool_timeout=pool_timeout,
-            pool_pre_ping=True,
-            # A pooled connection lives at most this long (then it is replaced at its next checkout): a
-            # smart shutdown of Postgres waits for every session to end, busy ones included.
-            pool_recycle=max(1.0, idle_session_timeout) if idle_session_timeout > 0 else 1800,
-            # HNSW: look at more neighbours than the default 40 and keep scanning past filtered-out rows.
-            # idle_session_timeout: the server closes a pooled connection idle this long, so a smart
-            # shutdown (SIGTERM) of Postgres completes instead of waiting on the pool forever; the pool's
-            # pre-ping replaces a closed connection on its next use (and fails, as 503, while the server
-            # is shutting down).
-            connect_args={
-                "options": f"-c hnsw.ef_search={ef_search} -c hnsw.iterative_scan=relaxed_order"
-                f" -c idle_session_timeout={int(idle_session_timeout * 1000)}"
-            },
-        )
-        event.listen(self.engine, "connect", _register_vector)
+        options = {
+            "pool_size": pool_size,
+            "pool_timeout": pool_timeout,
+            "idle_session_timeout": idle_session_timeout,
+            "ef_search": ef_search,
+        }
+        self.engine: Engine = _make_engine(self.url, **options)  # type: ignore[arg-type]
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+        self.replicas = [
+            Replica(i, _make_engine(_normalize_url(u), connect_timeout=REPLICA_CONNECT_TIMEOUT_S, **options))  # type: ignore[arg-type]
+            for i, u in enumerate(replica_urls)
+        ]
+        self.replica_cooldown = replica_cooldown
+        self.primary_reads = 0  # reads the primary served (no replica, a writer's own, a fallback)
+        self._turn = itertools.count()
+        self._written: dict[Hashable, int] = {}  # writer -> primary WAL position after its last write
+        self._lock = threading.Lock()
 
     @contextmanager
     def session(self) -> Iterator[Session]:
-        """The transaction scope: commit on success, roll back on error. Services never commit."""
-        session = self._sessions()
-        try:
+        """The transaction scope on the primary: commit on success, roll back on error. Services never
+        commit."""
+        with _scope(self._sessions) as session:
             yield session
-            session.commit()
-        except BaseException:
-            session.rollback()
-            raise
-        finally:
-            session.close()
+
+    # --- read replicas -------------------------------------------------------------------------
+
+    def wrote(self, key: Hashable) -> None:
+        """After `key` (an agent) committed a write: its reads stay on the primary until a replica has
+        replayed this far. One round trip on the primary, and only when replicas are configured."""
+        if not self.replicas:
+            return
+        try:
+            with self.engine.connect() as conn:
+                lsn = lsn_value(conn.execute(text("SELECT pg_current_wal_lsn()::text")).scalar_one())
+        except (OperationalError, InterfaceError):
+            log.warning("could not read the primary's WAL position; this writer's reads stay on the primary")
+            lsn = 1 << 64  # never reached: its reads stay on the primary until a later write resets it
+        assert lsn is not None
+        with self._lock:
+            self._written.pop(key, None)  # re-inserted last: the dict's order is the order of writes
+            self._written[key] = lsn
+            while len(self._written) > MAX_TRACKED_WRITERS:
+                del self._written[next(iter(self._written))]
+
+    def _pick(self) -> Replica | None:
+        now = time.monotonic()
+        n = len(self.replicas)
+        for _ in range(n):
+            replica = self.replicas[next(self._turn) % n]
+            if replica.down_until <= now:
+                return replica
+        return None
+
+    def _down(self, replica: Replica, exc: BaseException) -> None:
+        replica.failures += 1
+        replica.down_until = time.monotonic() + self.replica_cooldown
+        log.warning(
+            "read replica %d (%s) failed (%s); reads go to the primary for %.0fs",
+            replica.index,
+            replica.display_url(),
+            type(getattr(exc, "orig", None) or exc).__name__,
+            self.replica_cooldown,
+        )
+
+    def _forget_replayed(self) -> None:
+        """Drop writers every replica has replayed past (their reads need the primary no more)."""
+        floor = min(r.replayed for r in self.replicas)
+        with self._lock:
+            done = [k for k, lsn in self._written.items() if lsn <= floor]
+            for k in done:
+                del self._written[k]
+
+    def read(self, fn: Callable[[Session], T], key: Hashable | None = None) -> T:
+        """Run the read-only `fn` on a replica that can serve `key` (the reading agent), else on the
+        primary. A replica that fails is skipped for a while and `fn` runs again on the primary."""
+        replica = self._pick() if self.replicas else None
+        if replica is not None:
+            with self._lock:
+                needed = self._written.get(key) if key is not None else None
+            try:
+                with _scope(replica.sessions) as session:
+                    if needed is not None and replica.replayed < needed:
+                        # Ask the replica itself, in the transaction that will serve the read: what this
+                        # snapshot sees was replayed by then.
+                        replayed = session.execute(text("SELECT pg_last_wal_replay_lsn()::text")).scalar()
+                        replica.replayed = max(replica.replayed, lsn_value(replayed) or -1)
+                        if replica.replayed < needed:
+                            raise _Behind
+                        self._forget_replayed()
+                    result = fn(session)
+            except _Behind:
+                pass
+            except (OperationalError, InterfaceError) as exc:
+                self._down(replica, exc)
+            except BaseException:
+                replica.reads += 1  # the replica answered: a 404, a validation error
+                raise
+            else:
+                replica.reads += 1
+                return result
+        with self.session() as session:
+            result = fn(session)
+        self.primary_reads += 1
+        return result
+
+    def check_replicas(self) -> None:
+        """At start-up: say which replicas answer and warn about one that is not a standby."""
+        for replica in self.replicas:
+            try:
+                with replica.engine.connect() as conn:
+                    standby = conn.execute(text("SELECT pg_is_in_recovery()")).scalar()
+            except (OperationalError, InterfaceError) as exc:
+                self._down(replica, exc)
+                continue
+            if standby:
+                log.info("read replica %d: %s", replica.index, replica.display_url())
+            else:
+                log.warning(
+                    "read replica %d (%s) is not in recovery (a primary, or promoted): it does not follow "
+                    "this database's writes; reads of recent writers will skip it",
+                    replica.index,
+                    replica.display_url(),
+                )
 
     def display_url(self) -> str:
         return make_url(self.url).render_as_string(hide_password=True)
 
     def dispose(self) -> None:
         self.engine.dispose()
+        for replica in self.replicas:
+            replica.engine.dispose()
         if self.embedded_dir is not None:
             from ultron.db.embedded import stop_embedded
 
@@ -132,6 +329,8 @@ def open_database(settings: Settings, *, migrate: bool = True) -> Database:
         ef_search=settings.hnsw_ef_search,
         pool_timeout=settings.db_pool_timeout,
         idle_session_timeout=settings.db_idle_session_timeout,
+        replica_urls=settings.replica_urls(),
+        replica_cooldown=settings.database_replica_cooldown_seconds,
     )
     try:
         ensure_vector_extension(db.engine)
@@ -139,6 +338,7 @@ def open_database(settings: Settings, *, migrate: bool = True) -> Database:
             from ultron.db.migrate import upgrade_to_head
 
             upgrade_to_head(db.engine)
+        db.check_replicas()
     except BaseException:
         db.dispose()
         raise

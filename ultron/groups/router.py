@@ -14,7 +14,7 @@ router = APIRouter(tags=["groups"], responses=ERROR_RESPONSES)
 @router.get("/groups", response_model=list[GroupInfo])
 def list_groups(request: Request) -> list[GroupInfo]:
     """Every group of the tenant for an admin; the caller's own groups otherwise."""
-    return call(request, service.list_groups)
+    return call(request, service.list_groups, read=True)
 
 
 @router.post("/groups", response_model=GroupInfo, status_code=201)

@@ -53,7 +53,9 @@ def _hub(request: Request) -> Hub:
 @router.post("/search", response_model=list[SkillHit])
 def search_skills(request: Request, body: SkillSearchRequest) -> list[SkillHit]:
     """The latest active version of each skill, nearest to the query first; superseded skills never."""
-    return call(request, lambda s, a: _hub(request).skills.hits(s, a.tenant_id, body.query, body.limit))
+    return call(
+        request, lambda s, a: _hub(request).skills.hits(s, a.tenant_id, body.query, body.limit), read=True
+    )
 
 
 @router.get("", response_model=list[SkillSummary])
@@ -69,6 +71,7 @@ def list_skills(
         lambda s, a: _hub(request).skills.list_skills(
             s, a.tenant_id, status=status, limit=limit, offset=offset
         ),
+        read=True,
     )
 
 
@@ -108,13 +111,13 @@ async def upload_skill(request: Request) -> SkillUploadResult:
 @router.get("/{slug}", response_model=SkillDetail)
 def get_skill(request: Request, slug: str, version: str | None = VERSION) -> SkillDetail:
     """One version of a skill in full (default the latest), with every version of the slug."""
-    return call(request, lambda s, a: _hub(request).skills.detail(s, a.tenant_id, slug, version))
+    return call(request, lambda s, a: _hub(request).skills.detail(s, a.tenant_id, slug, version), read=True)
 
 
 @router.get("/{slug}/history", response_model=list[EvolutionEntry])
 def skill_history(request: Request, slug: str, limit: int = Query(50, ge=1, le=500)) -> list[EvolutionEntry]:
     """Evolution records of the skill and its clusters (attempts, publications, uploads), newest first."""
-    return call(request, lambda s, a: _hub(request).skills.history(s, a.tenant_id, slug, limit))
+    return call(request, lambda s, a: _hub(request).skills.history(s, a.tenant_id, slug, limit), read=True)
 
 
 @router.get(
@@ -126,7 +129,9 @@ def skill_md(request: Request, slug: str, version: str | None = VERSION) -> Resp
     """The SKILL.md of one version: YAML front matter (name, description, an uploaded skill's own keys,
     metadata), then the body."""
     skills = _hub(request).skills
-    text = call(request, lambda s, a: skills.skill_md(skills.latest(s, a.tenant_id, slug, version)))
+    text = call(
+        request, lambda s, a: skills.skill_md(skills.latest(s, a.tenant_id, slug, version)), read=True
+    )
     return Response(text, media_type="text/markdown; charset=utf-8")
 
 
@@ -137,7 +142,7 @@ def skill_md(request: Request, slug: str, version: str | None = VERSION) -> Resp
 )
 def skill_archive(request: Request, slug: str, version: str | None = VERSION) -> Response:
     """The skill folder as a zip (`{slug}/SKILL.md` plus its files), ready to unzip into a skills folder."""
-    files = call(request, lambda s, a: _hub(request).skills.folder(s, a.tenant_id, slug, version))
+    files = call(request, lambda s, a: _hub(request).skills.folder(s, a.tenant_id, slug, version), read=True)
     name = f"{slug}.zip"
     disposition = f"attachment; filename=\"{quote(name)}\"; filename*=UTF-8''{quote(name)}"
     return Response(

@@ -1,0 +1,163 @@
+"""Read replicas against a real streaming replica (tests/db/replica_cluster.py): reads are served by the
+standby, an agent reads its own writes while the standby lags, the dedup probe runs on the primary, and a
+standby that goes down costs no request an error."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import text
+
+from tests.db.replica_cluster import PRIMARY_PORT, REPLICA_PORT, ReplicaCluster
+from ultron.api.app import create_app
+from ultron.config import Settings
+from ultron.hub import Hub
+from ultron.tenancy import create_agent
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[ReplicaCluster]:
+    c = ReplicaCluster()
+    try:
+        c.start()
+        yield c
+    finally:
+        c.close()
+
+
+@pytest.fixture(scope="module")
+def hub(cluster: ReplicaCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
+    settings = Settings(
+        database_url=cluster.url(PRIMARY_PORT),
+        database_replica_urls=f" {cluster.url(REPLICA_PORT)} ,",
+        database_replica_cooldown_seconds=60,
+        data_dir=Path(tmp_path_factory.mktemp("replicas")),
+        embedding_provider="hash",
+        llm_provider="heuristic",
+        serendipity_enabled=False,
+        # Routing is what is tested here; loading the redaction models alone would take ~14 s of the run.
+        redaction_enabled=False,
+    )
+    hub = Hub.open(settings)  # migrates the primary; the standby follows
+    try:
+        yield hub
+    finally:
+        hub.close()
+
+
+@pytest.fixture(scope="module")
+def keys(hub: Hub) -> dict[str, str]:
+    with hub.db.session() as s:
+        return {name: create_agent(s, name, "acme")[1] for name in ("writer", "reader", "twin")}
+
+
+@pytest.fixture(scope="module")
+def client(hub: Hub) -> Iterator[TestClient]:
+    with TestClient(create_app(hub, allow_open=False)) as c:
+        yield c
+
+
+def auth(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}
+
+
+def served(hub: Hub) -> tuple[int, int]:
+    """(reads the replica served, reads the primary served) so far."""
+    return hub.db.replicas[0].reads, hub.db.primary_reads
+
+
+def upload(client: TestClient, key: str, content: str, **extra: object) -> dict:
+    r = client.post("/memories/upload", json={"content": content, **extra}, headers=auth(key))
+    assert r.status_code in (200, 201), r.text
+    return r.json()
+
+
+def found(client: TestClient, key: str, query: str, memory_id: str) -> bool:
+    r = client.post("/memories/search", json={"query": query, "limit": 20}, headers=auth(key))
+    assert r.status_code == 200, r.text
+    return memory_id in [hit["record"]["id"] for hit in r.json()["results"]]
+
+
+def test_reads_are_served_by_the_standby(hub, client, keys, cluster):  # type: ignore[no-untyped-def]
+    assert hub.db.read(lambda s: s.execute(text("SELECT pg_is_in_recovery()")).scalar()) is True
+    with hub.db.session() as s:
+        assert s.execute(text("SELECT pg_is_in_recovery()")).scalar() is False
+
+    memory = upload(client, keys["writer"], "Kafka consumer lag grows when the partition count is too low")
+    cluster.wait_replayed()
+    replica_before, primary_before = served(hub)
+    assert found(client, keys["reader"], "kafka consumer lag partitions", memory["record"]["id"])
+    mid = memory["record"]["id"]
+    reader = auth(keys["reader"])
+    # Every endpoint routed to replicas: a write in any of them would fail on the read-only standby.
+    for method, path, body in (
+        ("GET", "/memories/stats", None),
+        ("GET", f"/memories/{mid}", None),
+        ("GET", f"/memories/{mid}/contributions", None),
+        ("GET", f"/memories/{mid}/thread", None),
+        ("GET", "/brief", None),
+        ("GET", "/brief?task=kafka%20lag", None),
+        ("GET", "/skills", None),
+        ("POST", "/skills/search", {"query": "kafka"}),
+        ("GET", "/skills/no-such-skill", None),
+        ("GET", "/skills/no-such-skill/history", None),
+        ("GET", "/skills/no-such-skill/SKILL.md", None),
+        ("GET", "/skills/no-such-skill/archive.zip", None),
+        ("GET", "/clusters", None),
+        ("GET", "/clusters/00000000-0000-0000-0000-000000000000", None),
+        ("GET", "/groups", None),
+    ):
+        r = client.request(method, path, json=body, headers=reader)
+        assert r.status_code in (200, 404), (path, r.status_code, r.text)
+    replica_after, primary_after = served(hub)
+    assert replica_after - replica_before == 16  # the search and the fifteen reads above
+    assert primary_after == primary_before
+    # A read that writes is refused by the standby (what the routed endpoints above were checked against).
+    with pytest.raises(Exception, match="read-only transaction"):
+        hub.db.read(lambda s: s.execute(text("CREATE TEMP TABLE t (x int)")))
+
+
+def test_an_agent_reads_its_own_writes_while_the_standby_lags(hub, client, keys, cluster):  # type: ignore[no-untyped-def]
+    cluster.set_apply_delay("3s")
+    try:
+        for i in range(5):
+            content = f"Release train {i}: the canary stage needs manual approval from team walrus{i}"
+            replica_before, primary_before = served(hub)
+            memory = upload(client, keys["writer"], content)
+            assert memory["decision"] == "created"
+            # The writer finds it at once (its read went to the primary: the standby has not replayed it)...
+            assert found(client, keys["writer"], f"canary approval walrus{i}", memory["record"]["id"])
+            assert served(hub)[1] == primary_before + 1
+            # ...while an agent that wrote nothing reads the lagging standby, which does not have it yet.
+            assert not found(client, keys["reader"], f"canary approval walrus{i}", memory["record"]["id"])
+            assert served(hub)[0] == replica_before + 1
+            # The dedup probe runs on the primary: a twin sent right after merges, the standby still lagging.
+            twin = upload(client, keys["twin"], content + ".")
+            assert twin["decision"].startswith("merged"), twin
+            assert twin["record"]["id"] == memory["record"]["id"]
+    finally:
+        cluster.set_apply_delay(None)
+    cluster.wait_replayed()
+    # Once the standby has replayed the writer's last write, the writer's reads go back to it.
+    replica_before, primary_before = served(hub)
+    assert found(client, keys["writer"], "canary approval walrus4", memory["record"]["id"])
+    assert served(hub) == (replica_before + 1, primary_before)
+
+
+def test_a_standby_that_goes_down_falls_back_to_the_primary(hub, client, keys, cluster, caplog):  # type: ignore[no-untyped-def]
+    memory = upload(client, keys["writer"], "Terraform state lock stays held after a crashed apply run")
+    cluster.wait_replayed()
+    cluster.stop_server(cluster.replica)
+    caplog.set_level(logging.WARNING, logger="ultron.db.engine")
+    replica_before, primary_before = served(hub)
+    for _ in range(3):  # the first finds it down (and is re-run on the primary); the next skip it
+        assert found(client, keys["reader"], "terraform state lock crashed apply", memory["record"]["id"])
+        r = client.get("/memories/stats", headers=auth(keys["reader"]))
+        assert r.status_code == 200
+    assert served(hub) == (replica_before, primary_before + 6)
+    assert hub.db.replicas[0].failures == 1
+    assert any("reads go to the primary" in rec.getMessage() for rec in caplog.records)
