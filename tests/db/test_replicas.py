@@ -10,12 +10,15 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
+from prometheus_client import REGISTRY
 from sqlalchemy import text
 
 from tests.db.replica_cluster import PRIMARY_PORT, REPLICA_PORT, ReplicaCluster
 from ultron.api.app import create_app
 from ultron.config import Settings
 from ultron.hub import Hub
+from ultron.memory.schemas import UploadRequest
+from ultron.sdk._local import LocalBackend
 from ultron.tenancy import create_agent
 
 
@@ -63,6 +66,10 @@ def client(hub: Hub) -> Iterator[TestClient]:
 
 def auth(key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"}
+
+
+def primary_reads_for(reason: str) -> float:
+    return REGISTRY.get_sample_value("ultron_db_reads_total", {"target": "primary", "reason": reason}) or 0.0
 
 
 def served(hub: Hub) -> tuple[int, int]:
@@ -123,6 +130,7 @@ def test_reads_are_served_by_the_standby(hub, client, keys, cluster):  # type: i
 
 def test_an_agent_reads_its_own_writes_while_the_standby_lags(hub, client, keys, cluster):  # type: ignore[no-untyped-def]
     cluster.set_apply_delay("3s")
+    own_before = primary_reads_for("own_write")
     try:
         for i in range(5):
             content = f"Release train {i}: the canary stage needs manual approval from team walrus{i}"
@@ -139,6 +147,7 @@ def test_an_agent_reads_its_own_writes_while_the_standby_lags(hub, client, keys,
             twin = upload(client, keys["twin"], content + ".")
             assert twin["decision"].startswith("merged"), twin
             assert twin["record"]["id"] == memory["record"]["id"]
+        assert primary_reads_for("own_write") == own_before + 5  # in /metrics
     finally:
         cluster.set_apply_delay(None)
     cluster.wait_replayed()
@@ -148,16 +157,38 @@ def test_an_agent_reads_its_own_writes_while_the_standby_lags(hub, client, keys,
     assert served(hub) == (replica_before + 1, primary_before)
 
 
+def test_the_in_process_sdk_and_mcp_route_reads_too(hub, cluster):  # type: ignore[no-untyped-def]
+    """LocalBackend (the in-process SDK, and /mcp's backend): reads on the standby, its own writes seen."""
+    writer = LocalBackend(hub, agent="sdk-writer", tenant="acme", owns_hub=False)
+    reader = LocalBackend(hub, agent="sdk-reader", tenant="acme", owns_hub=False)
+    cluster.wait_replayed()
+    cluster.set_apply_delay("3s")
+    try:
+        replica_before, primary_before = served(hub)
+        assert reader.stats().total >= 1
+        assert served(hub) == (replica_before + 1, primary_before)
+        result = writer.upload(
+            UploadRequest(content="Nginx returns 413 until client_max_body_size is raised")
+        )
+        hits = writer.search("nginx 413 client_max_body_size", limit=10)
+        assert result.record.id in [h.record.id for h in hits]
+        assert served(hub) == (replica_before + 1, primary_before + 1)
+    finally:
+        cluster.set_apply_delay(None)
+
+
 def test_a_standby_that_goes_down_falls_back_to_the_primary(hub, client, keys, cluster, caplog):  # type: ignore[no-untyped-def]
     memory = upload(client, keys["writer"], "Terraform state lock stays held after a crashed apply run")
     cluster.wait_replayed()
     cluster.stop_server(cluster.replica)
     caplog.set_level(logging.WARNING, logger="ultron.db.engine")
     replica_before, primary_before = served(hub)
+    failed_before = primary_reads_for("replica_failed")
     for _ in range(3):  # the first finds it down (and is re-run on the primary); the next skip it
         assert found(client, keys["reader"], "terraform state lock crashed apply", memory["record"]["id"])
         r = client.get("/memories/stats", headers=auth(keys["reader"]))
         assert r.status_code == 200
     assert served(hub) == (replica_before, primary_before + 6)
     assert hub.db.replicas[0].failures == 1
+    assert primary_reads_for("replica_failed") == failed_before + 1  # then it rests: "no_replica"
     assert any("reads go to the primary" in rec.getMessage() for rec in caplog.records)

@@ -230,7 +230,10 @@ class Database:
     def read(self, fn: Callable[[Session], T], key: Hashable | None = None) -> T:
         """Run the read-only `fn` on a replica that can serve `key` (the reading agent), else on the
         primary. A replica that fails is skipped for a while and `fn` runs again on the primary."""
+        from ultron.ops.metrics import DB_READS
+
         replica = self._pick() if self.replicas else None
+        reason = "no_replica" if replica is None else "own_write"
         if replica is not None:
             with self._lock:
                 needed = self._written.get(key) if key is not None else None
@@ -249,16 +252,19 @@ class Database:
                 pass
             except (OperationalError, InterfaceError) as exc:
                 self._down(replica, exc)
+                reason = "replica_failed"
             except BaseException:
                 replica.reads += 1  # the replica answered: a 404, a validation error
+                DB_READS.labels("replica", "").inc()
                 raise
             else:
                 replica.reads += 1
+                DB_READS.labels("replica", "").inc()
                 return result
-        with self.session() as session:
-            result = fn(session)
         self.primary_reads += 1
-        return result
+        DB_READS.labels("primary", reason).inc()
+        with self.session() as session:
+            return fn(session)
 
     def check_replicas(self) -> None:
         """At start-up: say which replicas answer and warn about one that is not a standby."""

@@ -73,6 +73,12 @@ PROVIDER_ERRORS = Counter(
     "Provider calls that failed after their retries",
     ["provider", "operation", "kind"],
 )
+DB_READS = Counter(
+    "ultron_db_reads",
+    "Read-only requests by the server that answered: a replica, or the primary and why (no replica "
+    "configured or up, the agent's own recent write not replayed yet, a replica that failed mid-read)",
+    ["target", "reason"],
+)
 
 # The series `/metrics` must always expose (tests/ops check them); labelled series appear once used.
 SERIES = (
@@ -87,6 +93,7 @@ SERIES = (
     "ultron_queue_depth",
     "ultron_provider_call_duration_seconds",
     "ultron_provider_errors_total",
+    "ultron_db_reads_total",
 )
 
 # A probe returns one depth (reported under its own name) or a depth per queue (one query, many queues).

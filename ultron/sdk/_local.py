@@ -70,31 +70,43 @@ class LocalBackend:
             else:
                 self.actor = existing_actor(session, agent, tenant)
 
-    def _run(self, fn: Callable[[Session, Actor], T]) -> T:
-        with self.hub.db.session() as session:
+    def _run(self, fn: Callable[[Session, Actor], T], *, read: bool = False) -> T:
+        """`fn` as this agent; `read=True`: it writes nothing and may run on a read replica (like
+        `ultron.api.app.call`)."""
+        db = self.hub.db
+        key = (self.actor.tenant_id, self.actor.agent_id)
+        if read and db.replicas:
+            if self.actor.agent_id is not None:  # memberships from the primary, like authentication
+                with db.session() as session:
+                    self.actor = replace(self.actor, groups=member_groups(session, self.actor.agent_id))
+            return db.read(lambda session: fn(session, self.actor), key)
+        with db.session() as session:
             # Memberships change while a client lives (an admin adds it to a group): read them per call.
             if self.actor.agent_id is not None:
                 self.actor = replace(self.actor, groups=member_groups(session, self.actor.agent_id))
-            return fn(session, self.actor)
+            result = fn(session, self.actor)
+        if not read:
+            db.wrote(key)
+        return result
 
     def upload(self, req: UploadRequest) -> UploadResult:
         return self._run(lambda s, a: self.hub.memory.upload(s, a, req))
 
     def search(self, query: str, **options: Any) -> list[SearchResult]:
         validation.check_text(query, "query", max_chars=validation.MAX_QUERY_CHARS)
-        return self._run(lambda s, a: self.hub.memory.search(s, a, query, **options))
+        return self._run(lambda s, a: self.hub.memory.search(s, a, query, **options), read=True)
 
     def details(self, ids: list[UUID]) -> list[MemoryRecord]:
         return self._run(lambda s, a: self.hub.memory.details(s, a, ids))
 
     def get(self, memory_id: UUID) -> MemoryRecord:
-        return self._run(lambda s, a: self.hub.memory.get(s, a, memory_id))
+        return self._run(lambda s, a: self.hub.memory.get(s, a, memory_id), read=True)
 
     def thread(self, memory_id: UUID, span: int) -> list[MemoryRecord]:
-        return self._run(lambda s, a: self.hub.memory.thread(s, a, memory_id, span))
+        return self._run(lambda s, a: self.hub.memory.thread(s, a, memory_id, span), read=True)
 
     def contributions(self, memory_id: UUID) -> list[Contribution]:
-        return self._run(lambda s, a: self.hub.memory.contributions(s, a, memory_id))
+        return self._run(lambda s, a: self.hub.memory.contributions(s, a, memory_id), read=True)
 
     def split(self, memory_id: UUID, contribution_id: int) -> SplitResult:
         return self._run(lambda s, a: self.hub.memory.split(s, a, memory_id, contribution_id))
@@ -106,12 +118,12 @@ class LocalBackend:
         self._run(lambda s, a: self.hub.memory.delete(s, a, memory_id))
 
     def stats(self) -> MemoryStats:
-        return self._run(lambda s, a: self.hub.memory.stats(s, a))
+        return self._run(lambda s, a: self.hub.memory.stats(s, a), read=True)
 
     def brief(self, task: str | None, max_tokens: int | None) -> Brief:
         if task is not None:
             validation.check_text(task, "task", max_chars=validation.MAX_TASK_CHARS)
-        return self._run(lambda s, a: self.hub.companion.brief(s, a, task, max_tokens))
+        return self._run(lambda s, a: self.hub.companion.brief(s, a, task, max_tokens), read=True)
 
     def pin(self, memory_id: UUID, pinned: bool) -> MemoryRecord:
         return self._run(lambda s, a: self.hub.companion.pin(s, a, memory_id, pinned))
@@ -126,7 +138,7 @@ class LocalBackend:
         return self._run(lambda s, a: self.hub.companion.reflect(s, a, req))
 
     def list_groups(self) -> list[GroupInfo]:
-        return self._run(groups.list_groups)
+        return self._run(groups.list_groups, read=True)
 
     def agent_groups(self, agent: str | None) -> list[str]:
         return self._run(lambda s, a: groups.agent_groups(s, a, agent))
