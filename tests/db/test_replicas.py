@@ -8,6 +8,7 @@ import logging
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 from prometheus_client import REGISTRY
@@ -18,6 +19,7 @@ from ultron.api.app import create_app
 from ultron.config import Settings
 from ultron.hub import Hub
 from ultron.memory.schemas import UploadRequest
+from ultron.sdk._http import HttpBackend
 from ultron.sdk._local import LocalBackend
 from ultron.tenancy import create_agent
 
@@ -175,6 +177,64 @@ def test_the_in_process_sdk_and_mcp_route_reads_too(hub, cluster):  # type: igno
         assert served(hub) == (replica_before + 1, primary_before + 1)
     finally:
         cluster.set_apply_delay(None)
+
+
+class Alternating(httpx.BaseTransport):
+    """Sends each request to the next of several in-process apps: API processes behind a load balancer."""
+
+    def __init__(self, *clients: TestClient):
+        self.clients = clients
+        self.sent = 0
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        client = self.clients[self.sent % len(self.clients)]
+        self.sent += 1
+        r = client.request(request.method, request.url.path, content=request.read(), headers=request.headers)
+        return httpx.Response(r.status_code, headers=r.headers, content=r.content)
+
+
+def test_read_your_writes_across_api_processes(hub, client, keys, cluster):  # type: ignore[no-untyped-def]
+    """Another API process knows nothing of this process's writers: the write's response names its WAL
+    position, and a read that sends it back is served only by a replica that has replayed it."""
+    other = Hub.open(hub.settings)
+    try:
+        with TestClient(create_app(other, allow_open=False)) as second:
+            cluster.set_apply_delay("3s")
+            try:
+                r = client.post(
+                    "/memories/upload",
+                    json={"content": "Redis evicts keys at maxmemory"},
+                    headers=auth(keys["writer"]),
+                )
+                written = r.headers["X-Ultron-Written-LSN"]
+                mid = r.json()["record"]["id"]
+                query = {"query": "redis evicts maxmemory", "limit": 20}
+                plain = second.post("/memories/search", json=query, headers=auth(keys["writer"]))
+                assert mid not in [h["record"]["id"] for h in plain.json()["results"]]  # the lagging standby
+                carried = second.post(
+                    "/memories/search",
+                    json=query,
+                    headers={**auth(keys["writer"]), "X-Ultron-Read-After": written},
+                )
+                assert mid in [h["record"]["id"] for h in carried.json()["results"]]
+                bad = second.post(
+                    "/memories/search",
+                    json=query,
+                    headers={**auth(keys["writer"]), "X-Ultron-Read-After": "x; drop"},
+                )
+                assert 400 <= bad.status_code < 500 and "X-Ultron-Read-After" in bad.text
+                # The SDK's HTTP client carries the position by itself, whichever process answers.
+                sdk = HttpBackend("http://hub", keys["writer"], transport=Alternating(client, second))
+                for i in range(4):
+                    made = sdk.upload(
+                        UploadRequest(content=f"Celery worker {i} loses tasks on SIGKILL otter{i}")
+                    )
+                    hits = sdk.search(f"celery sigkill otter{i}", limit=10)
+                    assert made.record.id in [h.record.id for h in hits]
+            finally:
+                cluster.set_apply_delay(None)
+    finally:
+        other.close()
 
 
 def test_a_standby_that_goes_down_falls_back_to_the_primary(hub, client, keys, cluster, caplog):  # type: ignore[no-untyped-def]

@@ -7,6 +7,7 @@ work in one more; no transaction is open while a provider (embedding, LLM) is ca
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 from uuid import UUID
@@ -20,7 +21,8 @@ from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoin
 from ultron import __version__
 from ultron.api.auth import AuthPolicy
 from ultron.api.errors import ErrorBody, install_error_handlers
-from ultron.errors import PayloadTooLarge
+from ultron.db.engine import lsn_text, lsn_value
+from ultron.errors import PayloadTooLarge, ValidationFailed
 from ultron.hub import Hub
 from ultron.memory.schemas import (
     Contribution,
@@ -88,6 +90,30 @@ def authenticate(request: Request) -> Actor:
         return request.app.state.auth.actor(request, session)  # type: ignore[no-any-return]
 
 
+# Read-your-writes across API processes (docs/operations.md#read-replicas): a write's response names the
+# primary's WAL position after it; a client that sends it back on its reads is served by a replica only
+# once that replica has replayed past it. The SDK's HTTP client does this by itself.
+WRITTEN_HEADER = "X-Ultron-Written-LSN"
+READ_AFTER_HEADER = "X-Ultron-Read-After"
+_LSN = re.compile(r"[0-9A-Fa-f]{1,8}/[0-9A-Fa-f]{1,8}")
+
+
+def read_after(request: Request) -> int | None:
+    raw = request.headers.get(READ_AFTER_HEADER, "").strip()
+    if not raw:
+        return None
+    if not _LSN.fullmatch(raw):
+        raise ValidationFailed(
+            f"{READ_AFTER_HEADER} must be a WAL position such as 16/B374D848 (as sent in {WRITTEN_HEADER})"
+        )
+    return lsn_value(raw)
+
+
+def _written(request: Request, lsn: int | None) -> None:
+    if lsn is not None:
+        request.state.written_lsn = lsn_text(lsn)  # BodyLimit puts it in the response's headers
+
+
 def reader(actor: Actor) -> tuple[Any, Any]:
     """Whose writes a read must see (read-your-writes with replicas): the agent."""
     return (actor.tenant_id, actor.agent_id)
@@ -105,12 +131,13 @@ def call(request: Request, fn: Callable[[Session, Actor], T], *, read: bool = Fa
     hub: Hub = request.app.state.hub
     policy: AuthPolicy = request.app.state.auth
     actor = authenticate(request)
+    after = read_after(request) if read else None
     if read:
-        result = hub.db.read(lambda session: fn(session, actor), reader(actor))
+        result = hub.db.read(lambda session: fn(session, actor), reader(actor), after=after)
     else:
         with hub.db.session() as session:
             result = fn(session, actor)
-        hub.db.wrote(reader(actor))
+        _written(request, hub.db.wrote(reader(actor)))
     policy.last_seen.touch(hub.db, actor)
     return result
 
@@ -125,7 +152,7 @@ def call_prepared(request: Request, prepare: Callable[[Actor], P], fn: Callable[
     prepared = prepare(actor)
     with hub.db.session() as session:
         result = fn(session, actor, prepared)
-    hub.db.wrote(reader(actor))
+    _written(request, hub.db.wrote(reader(actor)))
     policy.last_seen.touch(hub.db, actor)
     return result
 
@@ -146,7 +173,11 @@ class BodyLimit(BaseHTTPMiddleware):
                 status_code=413,
                 media_type="application/json",
             )
-        return await call_next(request)
+        response = await call_next(request)
+        written = getattr(request.state, "written_lsn", None)
+        if written is not None:
+            response.headers[WRITTEN_HEADER] = written
+        return response
 
 
 memories = APIRouter(prefix="/memories", tags=["memories"], responses=ERROR_RESPONSES)

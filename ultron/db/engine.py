@@ -68,6 +68,10 @@ def lsn_value(lsn: str | None) -> int | None:
     return (int(high, 16) << 32) | int(low, 16)
 
 
+def lsn_text(lsn: int) -> str:
+    return f"{lsn >> 32:X}/{lsn & 0xFFFFFFFF:X}"
+
+
 def _make_engine(
     url: str,
     *,
@@ -181,11 +185,12 @@ class Database:
 
     # --- read replicas -------------------------------------------------------------------------
 
-    def wrote(self, key: Hashable) -> None:
+    def wrote(self, key: Hashable) -> int | None:
         """After `key` (an agent) committed a write: its reads stay on the primary until a replica has
-        replayed this far. One round trip on the primary, and only when replicas are configured."""
+        replayed this far. One round trip on the primary, and only when replicas are configured.
+        Returns the position (None without replicas): an HTTP client carries it to other API processes."""
         if not self.replicas:
-            return
+            return None
         try:
             with self.engine.connect() as conn:
                 lsn = lsn_value(conn.execute(text("SELECT pg_current_wal_lsn()::text")).scalar_one())
@@ -198,6 +203,7 @@ class Database:
             self._written[key] = lsn
             while len(self._written) > MAX_TRACKED_WRITERS:
                 del self._written[next(iter(self._written))]
+        return lsn
 
     def _pick(self) -> Replica | None:
         now = time.monotonic()
@@ -227,9 +233,10 @@ class Database:
             for k in done:
                 del self._written[k]
 
-    def read(self, fn: Callable[[Session], T], key: Hashable | None = None) -> T:
-        """Run the read-only `fn` on a replica that can serve `key` (the reading agent), else on the
-        primary. A replica that fails is skipped for a while and `fn` runs again on the primary."""
+    def read(self, fn: Callable[[Session], T], key: Hashable | None = None, *, after: int | None = None) -> T:
+        """Run the read-only `fn` on a replica that can serve `key` (the reading agent) and has replayed
+        past `after` (a WAL position the client saw after its write, maybe on another API process), else
+        on the primary. A replica that fails is skipped for a while and `fn` runs again on the primary."""
         from ultron.ops.metrics import DB_READS
 
         replica = self._pick() if self.replicas else None
@@ -237,6 +244,8 @@ class Database:
         if replica is not None:
             with self._lock:
                 needed = self._written.get(key) if key is not None else None
+            if after is not None:
+                needed = after if needed is None else max(needed, after)
             try:
                 with _scope(replica.sessions) as session:
                     if needed is not None and replica.replayed < needed:

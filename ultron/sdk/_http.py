@@ -66,6 +66,18 @@ if TYPE_CHECKING:  # loaded where used: a search or an upload needs the memory s
     from ultron.worker.status import WorkerStatus
 
 
+_WRITTEN = "X-Ultron-Written-LSN"  # ultron.api.app.WRITTEN_HEADER (not imported: the SDK stays light)
+_READ_AFTER = "X-Ultron-Read-After"
+
+
+def _lsn(value: str | None) -> tuple[int, str] | None:
+    high, sep, low = (value or "").partition("/")
+    try:
+        return ((int(high, 16) << 32) | int(low, 16), value) if sep else None  # type: ignore[return-value]
+    except ValueError:
+        return None
+
+
 def _raise_for(response: httpx.Response) -> None:
     if response.status_code < 400:
         return
@@ -102,13 +114,22 @@ class HttpBackend:
         self._http = httpx.Client(
             base_url=base_url.rstrip("/"), headers=headers, timeout=timeout, transport=transport
         )
+        # Read-your-writes with read replicas: the hub's WAL position after this client's last write,
+        # sent back on every request so that any API process serves its reads from a replica only once
+        # that replica has replayed it (docs/operations.md#read-replicas).
+        self._read_after: tuple[int, str] | None = None
 
     def _request(self, method: str, path: str, **kwargs: Any) -> Any:
         response = self._raw(method, path, **kwargs)
         return response.json() if response.content else None
 
     def _raw(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        if self._read_after is not None:
+            kwargs["headers"] = {**(kwargs.get("headers") or {}), _READ_AFTER: self._read_after[1]}
         response = self._http.request(method, path, **kwargs)
+        written = _lsn(response.headers.get(_WRITTEN))
+        if written is not None and (self._read_after is None or written[0] > self._read_after[0]):
+            self._read_after = written
         _raise_for(response)
         return response
 
