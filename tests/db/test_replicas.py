@@ -252,3 +252,8 @@ def test_a_standby_that_goes_down_falls_back_to_the_primary(hub, client, keys, c
     assert hub.db.replicas[0].failures == 1
     assert primary_reads_for("replica_failed") == failed_before + 1  # then it rests: "no_replica"
     assert any("reads go to the primary" in rec.getMessage() for rec in caplog.records)
+    # Back up and past its cooldown (shortened here), it serves reads again.
+    cluster.start_server(cluster.replica, REPLICA_PORT)
+    hub.db.replicas[0].down_until = 0.0
+    assert found(client, keys["reader"], "terraform state lock crashed apply", memory["record"]["id"])
+    assert served(hub) == (replica_before + 1, primary_before + 6)

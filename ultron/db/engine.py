@@ -191,16 +191,16 @@ class Database:
         Returns the position (None without replicas): an HTTP client carries it to other API processes."""
         if not self.replicas:
             return None
+        lsn: int | None = None
         try:
             with self.engine.connect() as conn:
                 lsn = lsn_value(conn.execute(text("SELECT pg_current_wal_lsn()::text")).scalar_one())
         except (OperationalError, InterfaceError):
             log.warning("could not read the primary's WAL position; this writer's reads stay on the primary")
-            lsn = 1 << 64  # never reached: its reads stay on the primary until a later write resets it
-        assert lsn is not None
         with self._lock:
             self._written.pop(key, None)  # re-inserted last: the dict's order is the order of writes
-            self._written[key] = lsn
+            # Unknown: a position no replica reaches, until the writer's next write replaces it.
+            self._written[key] = (1 << 64) if lsn is None else lsn
             while len(self._written) > MAX_TRACKED_WRITERS:
                 del self._written[next(iter(self._written))]
         return lsn
