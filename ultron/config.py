@@ -181,6 +181,20 @@ class Settings(BaseSettings):
         description="The same for personal memories (types life, preference, reflection): a companion "
         "still knows its person months later (0: never)",
     )
+    arousal_tier_weight: float = Field(
+        1.0,
+        ge=0,
+        le=10,
+        description="High arousal keeps a memory warmer: the tier rebalance ranks it by "
+        "(hits + 1) x (1 + w x arousal) (0: by hits alone)",
+    )
+    arousal_ttl_factor: float = Field(
+        1.0,
+        ge=0,
+        le=10,
+        description="High arousal keeps a memory longer: its COLD TTL is x (1 + f x arousal) "
+        "(arousal 1, f 1: twice as long)",
+    )
     cluster_similarity_threshold: float | None = Field(
         None, ge=0, le=1, description="Average cosine to a cluster's members to join it (default: per model)"
     )

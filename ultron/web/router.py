@@ -26,6 +26,7 @@ from ultron.db.models import Agent
 from ultron.errors import NotFound
 from ultron.memory import browse
 from ultron.memory.schemas import MemoryStats, MemoryType, Scope, Status, Tier
+from ultron.settings_store import RuntimeChange, RuntimeSettingsView
 from ultron.tenancy import Actor
 from ultron.web import network
 from ultron.web import skills as skill_views
@@ -281,6 +282,22 @@ def running_settings(request: Request) -> dict[str, Any]:
     """The running configuration, every secret masked."""
     call(request, lambda s, a: None)
     return _hub(request).settings.masked()
+
+
+@api.get("/settings/runtime", response_model=RuntimeSettingsView)
+def runtime_settings(request: Request) -> RuntimeSettingsView:
+    """The settings an admin may change while the hub runs: each one's value in this tenant, its
+    configured default, its range, and who changed it when."""
+    runtime = _hub(request).runtime
+    return call(request, lambda s, a: runtime.view(s, a))
+
+
+@api.patch("/settings/runtime", response_model=RuntimeSettingsView)
+def change_runtime_settings(request: Request, change: RuntimeChange) -> RuntimeSettingsView:
+    """Change (or reset) runtime settings for this tenant: admin only; every value is checked first and
+    nothing is stored when one is refused; applies in every process within the cache's TTL."""
+    runtime = _hub(request).runtime
+    return call(request, lambda s, a: runtime.change(s, a, change))
 
 
 @api.get("/network", response_model=network.Network)
