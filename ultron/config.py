@@ -414,6 +414,22 @@ def settings_reference() -> str:
     ]
     for provider, (hard, soft) in DEFAULT_DEDUP_THRESHOLDS.items():
         lines.append(f"| {provider} | {hard} | {soft} | {DEFAULT_CLUSTER_THRESHOLDS[provider]} |")
+    from ultron.settings_store import EDITABLE, RUNTIME_SETTINGS_TTL_SECONDS
+
+    lines += [
+        "",
+        "## Editable at run time",
+        "",
+        "An admin agent may change these per tenant while the hub runs (the dashboard's Settings page,",
+        "or `PATCH /api/dashboard/settings/runtime`): validated against the ranges above, stored in the",
+        f"database (`runtime_settings`), applied by every process within {RUNTIME_SETTINGS_TTL_SECONDS:g} s",
+        "without a restart, and logged as a `settings` activity event. Secrets, URLs, providers and pool",
+        "sizes are never editable this way.",
+        "",
+        "| setting | read by |",
+        "|---|---|",
+    ]
+    lines += [f"| `{name}` | {part} |" for name, part in EDITABLE.items()]
     return "\n".join(lines) + "\n"
 
 

@@ -39,7 +39,6 @@ EDITABLE: dict[str, str] = {
     "tier_boost_warm": "search",
     "tier_boost_cold": "search",
     "fulltext_weight": "search",
-    "memory_search_limit": "search",
     "resonance_weight": "companion",
     "urgency_weight": "companion",
     "arousal_decay_slowdown": "companion",

@@ -72,3 +72,19 @@ def test_arousal_weights_zero_restore_the_plain_ranking(make_hub):
     states = _states(hub, ids)
     # 11 memories: 2 HOT, 5 WARM, 4 COLD; the least used of the 100+ is COLD despite its arousal.
     assert states[-1] == ("cold", "archived") and states[9][0] == "hot" and states[0][0] == "cold"
+
+
+def test_the_worker_applies_an_admins_runtime_change(make_hub):
+    """An admin lengthens the COLD TTL at run time (ultron/settings_store.py): the next cycle keeps what
+    the configured 30 days would have archived; another tenant keeps the configuration."""
+    from ultron.settings_store import RuntimeChange
+
+    hub = make_hub()
+    used = [{"hit_count": 100 + i, "last_hit_days": 1} for i in range(10)]
+    old = [{"hit_count": 1, "last_hit_days": 40}]
+    _, ids = add_memories(hub, used + old)
+    _, other = add_memories(hub, used + old, tenant="elsewhere")
+    with hub.db.session() as session:
+        hub.runtime.change(session, local_actor(session), RuntimeChange(values={"cold_ttl_days": 60}))
+    assert _cycle(hub)["archived"] == 1
+    assert _states(hub, [ids[-1], other[-1]]) == [("cold", "active"), ("cold", "archived")]
