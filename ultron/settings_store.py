@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import Annotated, Any
 from uuid import UUID
 
-from pydantic import BaseModel, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from sqlalchemy import delete, event, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
@@ -84,6 +84,8 @@ class RuntimeSettingsView(BaseModel):
 
 
 class RuntimeChange(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     values: dict[str, Any] = Field(default_factory=dict, description="Setting name -> new value")
     reset: list[str] = Field(default_factory=list, description="Settings going back to the configuration")
 

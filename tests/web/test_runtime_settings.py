@@ -95,6 +95,7 @@ def test_bad_values_are_refused_and_nothing_is_stored(hub, client, keys):
         assert r.status_code == 422, (values, r.text)
         assert reason in r.json()["detail"], (values, r.json())
     assert client.patch(URL, json={}, headers=admin).status_code == 422
+    assert client.patch(URL, json={"tier_boost_hot": 2}, headers=admin).status_code == 422  # not under values
     assert (
         client.patch(
             URL, json={"values": {"urgency_weight": 0.1}, "reset": ["urgency_weight"]}, headers=admin
