@@ -1186,7 +1186,7 @@ async function pageSettings(main) {
       v === "********" ? "•••••••• (set, masked)" : v === null ? "—" : typeof v === "object" ? JSON.stringify(v) : String(v)))));
   filter.addEventListener("input", draw);
   draw();
-  main.replaceChildren(head("Settings", "the running configuration; secrets are masked, never sent"),
+  main.replaceChildren(head("Settings", "runtime settings an admin may change; the running configuration, secrets masked"),
     runtimeCard(runtime),
     h("h2", { style: "margin-top:22px" }, "Configuration"),
     h("div", { class: "toolbar" }, filter),
