@@ -161,12 +161,15 @@ ORDER BY p.parked_at DESC
 LIMIT :limit
 
 -- name: rebalance_tiers
--- One tenant's tiers in one statement. Active memories are ranked by hit_count DESC, last_hit_at DESC
--- (never-hit last), id (so ties are decided the same way every time). Of n memories the first
+-- One tenant's tiers in one statement. Active memories are ranked by their uses weighted by arousal,
+-- (hit_count + 1) x (1 + :arousal_weight x arousal) DESC -- an intense memory stays warmer than a calm one
+-- used as often -- then hit_count DESC, last_hit_at DESC (never-hit last), id (so ties are decided the
+-- same way every time). Of n memories the first
 -- ceil(n x hot%) are HOT, the next ceil(n x warm%) WARM, the rest COLD -- the seed's rounding, so any
 -- non-empty share holds at least one memory. COLD memories unused (last hit, else creation) for longer
 -- than ttl_days are archived -- personal ones (:personal_types: what a companion knows about its person)
--- only after personal_ttl_days --, pinned ones never (a TTL of 0: never). Only rows whose tier or status
+-- only after personal_ttl_days --, pinned ones never (a TTL of 0: never); a memory's TTL is stretched by
+-- its arousal, x (1 + :arousal_ttl x arousal). Only rows whose tier or status
 -- changes are written.
 -- Shape, for a million rows: one scan and one sort feed the ranking, which streams (n comes from its
 -- own count, not a whole-partition window); only the changed rows (a few % per cycle) are kept, and
@@ -181,8 +184,12 @@ WITH counted AS (
 ), ranked AS (
     SELECT m.id, m.tier, m.pinned, coalesce(m.last_hit_at, m.created_at) AS last_used,
            CASE WHEN m.memory_type = ANY(CAST(:personal_types AS text[])) THEN :personal_ttl_days
-                ELSE :ttl_days END AS ttl,
-           row_number() OVER (ORDER BY m.hit_count DESC, m.last_hit_at DESC NULLS LAST, m.id) AS rn
+                ELSE :ttl_days END
+             * (1 + CAST(:arousal_ttl AS float8) * coalesce(m.arousal, 0)) AS ttl,
+           row_number() OVER (
+               ORDER BY (m.hit_count + 1) * (1 + CAST(:arousal_weight AS float8) * coalesce(m.arousal, 0)) DESC,
+                        m.hit_count DESC, m.last_hit_at DESC NULLS LAST, m.id
+           ) AS rn
     FROM memories m
     WHERE m.tenant_id = :tenant_id AND m.status = 'active'
 ), decided AS (
@@ -195,11 +202,11 @@ WITH counted AS (
 ), todo AS MATERIALIZED (
     SELECT d.id, d.old_tier, d.new_tier,
            (d.new_tier = 'cold' AND NOT d.pinned AND d.ttl > 0
-            AND d.last_used < now() - make_interval(days => d.ttl)) AS expire
+            AND d.last_used < now() - d.ttl * interval '1 day') AS expire
     FROM decided d
     WHERE d.new_tier <> d.old_tier
        OR (d.new_tier = 'cold' AND NOT d.pinned AND d.ttl > 0
-           AND d.last_used < now() - make_interval(days => d.ttl))
+           AND d.last_used < now() - d.ttl * interval '1 day')
 ), changed AS (
     UPDATE memories m
     SET tier = f.new_tier,

@@ -189,6 +189,20 @@ class Settings(BaseSettings):
         description="The same for personal memories (types life, preference, reflection): a companion "
         "still knows its person months later (0: never)",
     )
+    arousal_tier_weight: float = Field(
+        1.0,
+        ge=0,
+        le=10,
+        description="High arousal keeps a memory warmer: the tier rebalance ranks it by "
+        "(hits + 1) x (1 + w x arousal) (0: by hits alone)",
+    )
+    arousal_ttl_factor: float = Field(
+        1.0,
+        ge=0,
+        le=10,
+        description="High arousal keeps a memory longer: its COLD TTL is x (1 + f x arousal) "
+        "(arousal 1, f 1: twice as long)",
+    )
     cluster_similarity_threshold: float | None = Field(
         None, ge=0, le=1, description="Average cosine to a cluster's members to join it (default: per model)"
     )
@@ -414,6 +428,22 @@ def settings_reference() -> str:
     ]
     for provider, (hard, soft) in DEFAULT_DEDUP_THRESHOLDS.items():
         lines.append(f"| {provider} | {hard} | {soft} | {DEFAULT_CLUSTER_THRESHOLDS[provider]} |")
+    from ultron.settings_store import EDITABLE, RUNTIME_SETTINGS_TTL_SECONDS
+
+    lines += [
+        "",
+        "## Editable at run time",
+        "",
+        "An admin agent may change these per tenant while the hub runs (the dashboard's Settings page,",
+        "or `PATCH /api/dashboard/settings/runtime`): validated against the ranges above, stored in the",
+        f"database (`runtime_settings`), applied by every process within {RUNTIME_SETTINGS_TTL_SECONDS:g} s",
+        "without a restart, and logged as a `settings` activity event. Secrets, URLs, providers and pool",
+        "sizes are never editable this way.",
+        "",
+        "| setting | read by |",
+        "|---|---|",
+    ]
+    lines += [f"| `{name}` | {part} |" for name, part in EDITABLE.items()]
     return "\n".join(lines) + "\n"
 
 

@@ -106,6 +106,10 @@ class Hub:
             self.db, self.settings.hit_window_hours * 3600.0, flush_seconds=self.settings.hit_flush_seconds
         )
         self.memory = MemoryService(self.settings, self.embedder, self.intelligence, self.redactor, self.hits)
+        from ultron.settings_store import RuntimeSettings
+
+        self.runtime = RuntimeSettings(self.settings)  # an admin's changes, per tenant, without a restart
+        self.memory.runtime = self.runtime
         from ultron.memory.termstats import TermStatsKeeper
 
         self.term_stats = TermStatsKeeper(self.db)
@@ -116,6 +120,7 @@ class Hub:
         from ultron.companion.service import CompanionService
 
         self.companion = CompanionService(self.settings, self.memory)
+        self.companion.runtime = self.runtime
         self.memory.companion = self.companion
         from ultron.clusters.service import ClusterService
 

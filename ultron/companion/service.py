@@ -90,6 +90,12 @@ class CompanionService:
         # The skills seam: the skill hub registers a source here when it exists; until then a brief has
         # no skill section (and says so with skills_available=false).
         self.skill_source: SkillSource | None = None
+        # Set by the hub: an admin's runtime changes per tenant (ultron/settings_store.py).
+        self.runtime: Any = None
+
+    def tenant_settings(self, session: Session, tenant_id: UUID) -> Settings:
+        """The settings that apply to this tenant now: the configuration and an admin's changes."""
+        return self.settings if self.runtime is None else self.runtime.for_tenant(session, tenant_id)  # type: ignore[no-any-return]
 
     # --- pins ----------------------------------------------------------------------------------
 
@@ -102,8 +108,7 @@ class CompanionService:
     def brief(
         self, session: Session, actor: Actor, task: str | None = None, max_tokens: int | None = None
     ) -> Brief:
-        budget = self.settings.brief_max_tokens if max_tokens is None else max_tokens
-        if not 1 <= budget <= 100_000:
+        if max_tokens is not None and not 1 <= max_tokens <= 100_000:
             raise ValidationFailed("max_tokens must be between 1 and 100000")
         task = task.strip()[:4000] if task and task.strip() else None
         redactor = self.memory.redactor
@@ -113,21 +118,23 @@ class CompanionService:
         vector = None
         if task is not None:
             vector = np.asarray(self.memory.embedder.embed([task], kind="query")[0], dtype=np.float32)
+        st = self.tenant_settings(session, actor.tenant_id)
+        budget = st.brief_max_tokens if max_tokens is None else max_tokens
         params = _visibility(actor)
         pinned = session.execute(q("brief_pinned"), {**params, "limit": BRIEF_PINNED_LIMIT}).all()
         personal: list[Any] = []
-        if self.settings.brief_personal_limit > 0:
+        if st.brief_personal_limit > 0:
             personal = session.execute(
                 q("brief_personal_used" if vector is None else "brief_personal_near"),
                 {
                     **params,
                     "embedding": vector,
                     "types": list(BRIEF_PERSONAL_TYPES),
-                    "limit": self.settings.brief_personal_limit,
+                    "limit": st.brief_personal_limit,
                 },
             ).all()
         hot = session.execute(
-            q("brief_hot"), {**params, "embedding": vector, "limit": self.settings.brief_hot_limit}
+            q("brief_hot"), {**params, "embedding": vector, "limit": st.brief_hot_limit}
         ).all()
         candidates = [self._memory_item(row, "pinned", task) for row in pinned]
         candidates += [self._memory_item(row, "personal", task) for row in personal]
@@ -367,6 +374,7 @@ class CompanionService:
 
         `entities`: the names each result's memory is linked to, when the search statement fetched them
         (it does: one round trip fewer); otherwise they are read here."""
+        st = self.tenant_settings(session, actor.tenant_id)
         ripples = self.ripple_levels(session, actor, [r.record.id for r in results])
         ranked = [
             self._adjust(
@@ -376,27 +384,27 @@ class CompanionService:
                 arousal,
                 explain,
                 (r.record.importance, r.record.resolved_at is not None),
+                st,
             )
             for r in results
         ]
-        ranked = self._entity_signal(session, query, ranked, explain, entities)
+        ranked = self._entity_signal(session, query, ranked, explain, entities, st)
         ranked.sort(key=lambda r: (-r.score, str(r.record.id)))
-        enabled = self.settings.serendipity_enabled if serendipity is None else serendipity
+        enabled = st.serendipity_enabled if serendipity is None else serendipity
         best = max((r.similarity_score for r in ranked), default=0.0)
-        thin = enabled and (
-            len(ranked) < self.settings.serendipity_min_results or best < self.serendipity_threshold()
-        )
+        thin = enabled and (len(ranked) < st.serendipity_min_results or best < self.serendipity_threshold(st))
         if thin:
-            ranked += self._serendipity(session, actor, ranked, detail_level, explain)
+            ranked += self._serendipity(session, actor, ranked, detail_level, explain, st)
         return ranked
 
-    def serendipity_threshold(self) -> float:
+    def serendipity_threshold(self, st: Settings | None = None) -> float:
         """The relevance below which a search "found little": set, or calibrated for the embedding model."""
-        if self.settings.serendipity_relevance is not None:
-            return self.settings.serendipity_relevance
+        st = st or self.settings
+        if st.serendipity_relevance is not None:
+            return st.serendipity_relevance
         from ultron.companion.serendipity import calibration_for
 
-        return calibration_for(self.memory.embedder).relevance_threshold(self.settings.fulltext_weight)
+        return calibration_for(self.memory.embedder).relevance_threshold(st.fulltext_weight)
 
     def link_entities(self, session: Session, memory: Memory) -> None:
         """Replace the memory's entity links with what its current text names."""
@@ -415,9 +423,11 @@ class CompanionService:
         results: list[SearchResult],
         explain: bool,
         entities: dict[UUID, list[str]] | None = None,
+        st: Settings | None = None,
     ) -> list[SearchResult]:
         """Results that name a person, place or project the query names rank higher."""
-        if not query or not results or not self.settings.entity_weight:
+        st = st or self.settings
+        if not query or not results or not st.entity_weight:
             return results
         if entities is None:
             rows = session.execute(
@@ -440,7 +450,7 @@ class CompanionService:
             if not names:
                 out.append(r)
                 continue
-            factor = 1 + self.settings.entity_weight * min(len(names), 2)
+            factor = 1 + st.entity_weight * min(len(names), 2)
             update: dict[str, Any] = {"score": r.score * factor}
             if explain and r.explain is not None:
                 update["explain"] = r.explain.model_copy(
@@ -466,8 +476,9 @@ class CompanionService:
         arousal: float | None,
         explain: bool,
         weight: tuple[int, bool] | None = None,
+        st: Settings | None = None,
     ) -> SearchResult:
-        st = self.settings
+        st = st or self.settings
         record = result.record
         score = result.score
         update: dict[str, Any] = {}
@@ -519,10 +530,16 @@ class CompanionService:
         return result.model_copy(update={"score": score, "explain": components})
 
     def _serendipity(
-        self, session: Session, actor: Actor, found: list[SearchResult], detail_level: str, explain: bool
+        self,
+        session: Session,
+        actor: Actor,
+        found: list[SearchResult],
+        detail_level: str,
+        explain: bool,
+        st: Settings | None = None,
     ) -> list[SearchResult]:
         """One to three old, long-unused memories, drawn at random (seeded when configured), low weight."""
-        st = self.settings
+        st = st or self.settings
         pool = list(
             session.execute(
                 q("serendipity_pool"),

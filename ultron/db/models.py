@@ -616,6 +616,22 @@ class ReflectionMark(Base):
     created_at: Mapped[datetime] = _now()
 
 
+class RuntimeSetting(Base):
+    """A setting an admin changed at run time for one tenant (ultron/settings_store.py)."""
+
+    __tablename__ = "runtime_settings"
+
+    tenant_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("tenants.id", ondelete="CASCADE"), primary_key=True
+    )
+    name: Mapped[str] = mapped_column(Text, primary_key=True)
+    value: Mapped[Any] = mapped_column(JSONB, nullable=True)
+    updated_at: Mapped[datetime] = _now()
+    updated_by: Mapped[uuid.UUID | None] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("agents.id", ondelete="SET NULL")
+    )
+
+
 class MemoryRipple(Base):
     """Time ripple: using one memory slightly activates memories created within +-48 h of it."""
 

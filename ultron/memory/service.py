@@ -147,6 +147,8 @@ class MemoryService:
         self.clusters: ClusterHooks | None = None
         # Set by the hub: keeps the lexical ranker's term statistics fresh (ultron/memory/termstats.py).
         self.term_stats: Any = None
+        # Set by the hub: an admin's runtime changes per tenant (ultron/settings_store.py).
+        self.runtime: Any = None
 
     # --- helpers -------------------------------------------------------------------------------
 
@@ -611,11 +613,12 @@ class MemoryService:
         policy = self.scope_policy(actor.tenant_id, "private")
         query = self.redactor.redact(query[:4000], policy).text if self.redactor is not None else query[:4000]
         vector = np.asarray(self.embedder.embed([query], kind="query")[0], dtype=np.float32)
+        st = self.settings if self.runtime is None else self.runtime.for_tenant(session, actor.tenant_id)
         rows = session.execute(
-            q("search_memories"), self._search_params(actor, query, vector, tier, limit)
+            q("search_memories"), self._search_params(actor, query, vector, tier, limit, st)
         ).all()
         floor = self.settings.relevance_floor_for_model if min_relevance is None else min_relevance
-        results = [self._search_result(row, detail_level, explain, floor) for row in rows]
+        results = [self._search_result(row, detail_level, explain, floor, st) for row in rows]
         if explain:
             matched = document.matched_contributions(
                 session, actor.tenant_id, query, [r.record.id for r in results]
@@ -646,9 +649,15 @@ class MemoryService:
         return results
 
     def _search_params(
-        self, actor: Actor, query: str, vector: np.ndarray, tier: str | None, limit: int
+        self,
+        actor: Actor,
+        query: str,
+        vector: np.ndarray,
+        tier: str | None,
+        limit: int,
+        st: Settings | None = None,
     ) -> dict[str, Any]:
-        st = self.settings
+        st = st or self.settings
         span = query_time_range(query)
         return {
             "tenant_id": actor.tenant_id,
@@ -684,7 +693,9 @@ class MemoryService:
         """Rebuild a tenant's term statistics (IDF) from its active memories; the worker runs this."""
         return int(session.execute(q("refresh_term_stats"), {"tenant_id": tenant_id}).scalar_one() or 0)
 
-    def _search_result(self, row: Any, detail_level: str, explain: bool, floor: float) -> SearchResult:
+    def _search_result(
+        self, row: Any, detail_level: str, explain: bool, floor: float, st: Settings | None = None
+    ) -> SearchResult:
         record = MemoryRecord(
             id=row.id,
             memory_type=row.memory_type,
@@ -734,7 +745,7 @@ class MemoryService:
                 tier_boost=float(row.tier_boost),
                 hotness=float(row.hotness),
                 days_since_hit=float(row.days_since_hit),
-                decay_weight=self.settings.time_decay_weight,
+                decay_weight=(st or self.settings).time_decay_weight,
                 from_vector=bool(row.from_vector),
                 from_text=bool(row.from_text),
                 score=float(row.score),

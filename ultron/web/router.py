@@ -26,8 +26,9 @@ from ultron.db.models import Agent
 from ultron.errors import NotFound
 from ultron.memory import browse
 from ultron.memory.schemas import MemoryStats, MemoryType, Scope, Status, Tier
+from ultron.settings_store import RuntimeChange, RuntimeSettingsView
 from ultron.tenancy import Actor
-from ultron.web import network
+from ultron.web import islands, network
 from ultron.web import skills as skill_views
 
 # Everything from the hub itself, nothing from anywhere else; style attributes are set from script.
@@ -48,6 +49,7 @@ FEATURE_PREFIXES = {
 # The map and the overview's counts scan every memory of the tenant; at 100k that is a noticeable cost for
 # a picture that changes slowly, so each agent's answer is reused for this long (`fresh=true` skips it).
 SCAN_CACHE_SECONDS = 30.0
+MAP_CLUSTERS = 100  # the map's default number of clusters
 
 pages = APIRouter(include_in_schema=False)
 api = APIRouter(prefix="/api/dashboard", tags=["dashboard"], responses=ERROR_RESPONSES)
@@ -226,7 +228,7 @@ def memory_hits(request: Request, memory_id: UUID, days: int = Query(90, ge=1, l
 def memory_map(
     request: Request,
     per_tier: int = Query(300, ge=1, le=browse.MAX_MAP_PER_TIER),
-    max_clusters: int = Query(100, ge=0, le=browse.MAX_MAP_CLUSTERS),
+    max_clusters: int = Query(MAP_CLUSTERS, ge=0, le=browse.MAX_MAP_CLUSTERS),
     fresh: bool = False,
 ) -> browse.MemoryMap:
     """A sample of the most used memories per tier, with the totals it stands for and the knowledge
@@ -240,6 +242,29 @@ def memory_map(
             fresh,
         ),
     )
+
+
+@api.get("/map/entities", response_model=islands.Islands)
+def map_entities(
+    request: Request,
+    per_tier: int = Query(300, ge=1, le=browse.MAX_MAP_PER_TIER),
+    limit: int = Query(30, ge=1, le=islands.MAX_ISLANDS),
+    fresh: bool = False,
+) -> islands.Islands:
+    """Entity islands: the people, places and projects two or more of the map's memories name (the same
+    sample as `/map`, reused for 30 s), each with those memories."""
+    cache = _cache(request)
+
+    def compute(session: Session, actor: Actor) -> islands.Islands:
+        # The map page's own cache entry (its default max_clusters): the same sample, usually not re-read.
+        sample = cache.get(
+            (_view(actor), "map", per_tier, MAP_CLUSTERS),
+            lambda: browse.memory_map(session, actor, per_tier=per_tier, max_clusters=MAP_CLUSTERS),
+            fresh,
+        )
+        return islands.entity_islands(session, actor, [n.id for n in sample.nodes], limit)
+
+    return call(request, compute)
 
 
 @api.get("/skills", response_model=skill_views.SkillList)
@@ -281,6 +306,22 @@ def running_settings(request: Request) -> dict[str, Any]:
     """The running configuration, every secret masked."""
     call(request, lambda s, a: None)
     return _hub(request).settings.masked()
+
+
+@api.get("/settings/runtime", response_model=RuntimeSettingsView)
+def runtime_settings(request: Request) -> RuntimeSettingsView:
+    """The settings an admin may change while the hub runs: each one's value in this tenant, its
+    configured default, its range, and who changed it when."""
+    runtime = _hub(request).runtime
+    return call(request, lambda s, a: runtime.view(s, a))
+
+
+@api.patch("/settings/runtime", response_model=RuntimeSettingsView)
+def change_runtime_settings(request: Request, change: RuntimeChange) -> RuntimeSettingsView:
+    """Change (or reset) runtime settings for this tenant: admin only; every value is checked first and
+    nothing is stored when one is refused; applies in every process within the cache's TTL."""
+    runtime = _hub(request).runtime
+    return call(request, lambda s, a: runtime.change(s, a, change))
 
 
 @api.get("/network", response_model=network.Network)

@@ -90,6 +90,11 @@ def capture(page: Any, base_url: str, out: Path, search_query: str) -> list[Path
         page.goto(f"{base_url}/dashboard#/{name}")
         page.wait_for_selector(selector)
         shot(name)
+        if name == "map":
+            page.check("[data-testid=map-islands-toggle]")
+            page.wait_for_selector("[data-testid=map-island-list]")
+            shot("map-islands")
+            page.uncheck("[data-testid=map-islands-toggle]")
         if name == "map" and page.locator("[data-testid=map-cluster]").count():
             page.click("[data-testid=map-cluster]")
             page.wait_for_selector("[data-testid=cluster-panel]")

@@ -5,7 +5,8 @@ Zipf-like law (a fifth never hit), last use within the TTL, tiers as the previou
 (computed at load time with the same rule). Memories go in with COPY; a first rebalance settles the ties
 at the tier boundaries; then the HNSW index is built and VACUUM ANALYZE runs, as after a restore. Timed
 as "cycle": `--repeat` rebalances, each after a cycle's worth of change -- 1 % of the memories got new
-hits and 0.5 % aged past the COLD TTL.
+hits and 0.5 % aged past the COLD TTL. A third of the memories carry an arousal (uniform 0..1), which the
+statement weighs into the ranking and the TTL.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from ultron.config import Settings
 
 COPY_COLUMNS = (
     "tenant_id, memory_type, content, content_hash, search_tsv, embedding, hit_count, last_hit_at, "
-    "created_at, tier"
+    "created_at, tier, arousal"
 )
 # Applied to the embedded server the benchmark starts (not to a server given with --database-url).
 SERVER_SETTINGS = {"shared_buffers": "2GB", "max_wal_size": "4GB"}
@@ -108,6 +109,9 @@ def load(hub, tenant_id: uuid.UUID, count: int, rng: random.Random, dimension: i
                             None if last is None else now - timedelta(days=last),
                             now - timedelta(days=created),
                             tier,
+                            # A third carry an arousal (the rebalance weighs it); the rest none, as uploads
+                            # without a mood and no LLM leave them.
+                            round(rng.random(), 3) if i % 3 == 0 else None,
                         )
                     )
                     if i % 50_000 == 0:

@@ -37,6 +37,8 @@ def rebalance_tenant(session: Session, settings: Settings, tenant_id: UUID) -> d
             "ttl_days": settings.cold_ttl_days,
             "personal_ttl_days": settings.personal_ttl_days,
             "personal_types": list(PERSONAL_TYPES),
+            "arousal_weight": settings.arousal_tier_weight,
+            "arousal_ttl": settings.arousal_ttl_factor,
         },
     ).one()
     # The archive changed the active set: rebuild the lexical ranker's term statistics (IDF) too.

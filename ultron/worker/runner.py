@@ -219,7 +219,8 @@ class Worker:
         for tenant_id in tenants:
             try:
                 with self.db.session() as session:
-                    total = add_counts(total, rebalance_tenant(session, self.settings, tenant_id))
+                    settings = self.hub.runtime.for_tenant(session, tenant_id)  # an admin's changes apply
+                    total = add_counts(total, rebalance_tenant(session, settings, tenant_id))
                 total["tenants"] += 1
             except Exception as exc:  # noqa: BLE001 - one tenant's failure must not block the others
                 outcome.errors.append(f"tenant {tenant_id}: {_error_text(exc)}")

@@ -397,6 +397,7 @@ function renderMemory(d, m, contributions, hits) {
       h("span", { class: "chip" }, m.scope + (m.group ? ` · ${m.group}` : ""))),
     h("div", { class: "title", "data-testid": "memory-title" }, m.summary_l0 || m.content.slice(0, 120)),
     tabs, body, actions,
+    moodForm(m),
     h("h3", {}, "Details"),
     h("dl", { class: "meta" },
       h("dt", {}, "Hits"), h("dd", { "data-testid": "memory-hits" }, `${fmt(m.hit_count)} · last ${ago(m.last_hit_at)}`),
@@ -449,6 +450,45 @@ function hitChart(hits) {
   });
   svg.append(s("text", { x: 0, y: H + 12 }, days[0].slice(5)), s("text", { x: W, y: H + 12, "text-anchor": "end" }, "today"));
   return h("div", {}, svg, h("div", { class: "legend" }, Object.entries(colors).map(([k, c]) => h("span", {}, h("i", { style: `background:${c}` }), k))));
+}
+
+const MOOD_FIELDS = [
+  ["valence", "Valence", -1, 1, 0.05, "−1 negative … 1 positive"],
+  ["arousal", "Arousal", 0, 1, 0.05, "0 calm … 1 intense"],
+  ["importance", "Importance", 1, 10, 1, "1 … 10 (5 is neutral)"],
+];
+
+function moodForm(m) {
+  // Valence, arousal and importance: they weigh the memory in search (resonance, urgency, slower decay),
+  // in the worker's tiers and TTL (arousal) and in ranking and decay (importance).
+  const error = h("div", { class: "error", "data-testid": "mood-error", hidden: true });
+  const fields = MOOD_FIELDS.map(([name, label, min, max, step, hint]) => {
+    const value = m[name] === null || m[name] === undefined ? "" : String(m[name]);
+    const input = h("input", { type: "number", name, min, max, step, value, placeholder: "unset", style: "width:6em", "data-testid": `mood-${name}` });
+    const bar = h("i", { style: `width:${value === "" ? 0 : Math.round(100 * (Number(value) - min) / (max - min))}%` });
+    input.addEventListener("input", () => { bar.style.width = `${Math.max(0, Math.min(100, 100 * (Number(input.value) - min) / (max - min)))}%`; });
+    return h("label", { class: "mood-field" }, h("span", { class: "muted" }, label), input, h("span", { class: "mood-bar" }, bar), h("span", { class: "fine" }, hint));
+  });
+  const form = h("form", { class: "mood", "data-testid": "mood-form", novalidate: true }, fields,
+    h("button", { class: "btn small", type: "submit", "data-testid": "mood-save" }, "Save mood & importance"), error);
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const change = {};
+    for (const [name, label, min, max] of MOOD_FIELDS) {
+      const raw = String(new FormData(form).get(name)).trim();
+      if (raw === "") continue;  // unset stays unset (the hub keeps what it has)
+      const v = Number(raw);
+      const whole = name === "importance";
+      if (!Number.isFinite(v) || v < min || v > max || (whole && !Number.isInteger(v))) {
+        error.textContent = `${label} must be ${whole ? "a whole number " : ""}from ${min} to ${max}`; error.hidden = false; return;
+      }
+      if (v !== m[name]) change[name] = v;
+    }
+    if (!Object.keys(change).length) { error.textContent = "Nothing changed."; error.hidden = false; return; }
+    try { await api(`/memories/${m.id}`, { method: "PATCH", body: change }); toast("Saved"); await openMemory(m.id); refreshList(); }
+    catch (e) { error.textContent = e.message; error.hidden = false; }
+  });
+  return h("div", {}, h("h3", {}, "Mood and importance"), form);
 }
 
 function editMemory(d, m) {
@@ -592,6 +632,16 @@ async function pageMap(main, clusterId) {
   const markers = s("g", { class: "cluster-layer" });  // over the dots
   svg.append(markers);
   const drawn = drawClusters(data, pos, spokes, markers, tip, showTip);
+  const islandLayer = s("g", { class: "island-layer", "data-testid": "map-islands" });
+  svg.insertBefore(islandLayer, spokes);
+  const islandToggle = h("input", { type: "checkbox", "data-testid": "map-islands-toggle" });
+  const islandCard = h("div", { class: "card", "data-testid": "map-islands-card" },
+    h("div", { class: "card-title" }, h("h2", {}, "Entity islands"), h("label", { class: "fine switch" }, islandToggle, " show")),
+    h("div", { class: "muted" }, "People, places and projects named by two or more memories shown: switch on to gather their memories around them."));
+  islandToggle.addEventListener("change", async () => {
+    if (islandToggle.checked) await showIslands(svg, islandLayer, islandCard, pos, C, tip, showTip);
+    else hideIslands(svg, islandLayer, pos);
+  });
   const total = data.totals.reduce((x, c) => x + c.memories, 0);
   const per = (key, val) => data.totals.filter((c) => c[key] === val).reduce((x, c) => x + c.memories, 0);
   const toggle = h("input", { type: "checkbox", checked: true, "data-testid": "map-clusters-toggle" });
@@ -603,9 +653,78 @@ async function pageMap(main, clusterId) {
           h("div", { class: "kpi" }, h("div", { class: "value" }, fmt(data.nodes.length)), h("div", { class: "sub" },
             data.sampled ? `the most used of ${fmt(total)} active memories (up to 300 per tier)` : `all ${fmt(total)} active memories`))),
         clusterCard(data, drawn, toggle),
+        islandCard,
         h("div", { class: "card" }, h("h2", {}, "Types"), barList(TYPES.map((t) => [t, per("memory_type", t)]), typeColor)),
         h("div", { class: "card" }, h("h2", {}, "Tiers"), barList(TIERS.map((t) => [t, per("tier", t)]), tierColor)))));
   if (clusterId) openClusterById(clusterId);
+}
+
+const ISLAND_COLORS = { person: "#f472b6", place: "#34d399", project: "#fbbf24" };
+
+async function showIslands(svg, layer, card, pos, C, tip, showTip) {
+  // Each entity becomes an island on a ring between the tiers' rings, in its members' mean direction; its
+  // memories move most of the way towards it (a memory naming several goes to its largest island).
+  let data;
+  try { data = await api("/api/dashboard/map/entities?per_tier=300"); }
+  catch (e) { toast(e.message); return; }
+  layer.replaceChildren();
+  svg.classList.add("islands-on");
+  const list = h("div", { class: "cluster-list", "data-testid": "map-island-list" });
+  card.replaceChildren(card.firstChild, h("div", { class: "fine", style: "margin-bottom:8px" },
+    data.islands.length ? `${fmt(data.islands.length)} drawn · ${fmt(data.total)} entities named by 2+ memories shown`
+      : "No person, place or project is named by two of the memories shown."), list);
+  const home = {};
+  const placed = [];
+  data.islands.forEach((isl) => {
+    const members = isl.memory_ids.filter((id) => pos[id]);
+    if (members.length < 2) return;
+    const mx = members.reduce((x, id) => x + pos[id][0], 0) / members.length - C;
+    const my = members.reduce((y, id) => y + pos[id][1], 0) / members.length - C;
+    let a = Math.atan2(my, mx);
+    let radius = Math.min(380, Math.max(90, Math.hypot(mx, my)));
+    // Keep islands apart: step around the ring until this one overlaps none placed before.
+    const r = 10 + 4 * Math.sqrt(members.length);
+    for (let i = 0; i < 24 && placed.some(([x, y, rr]) => Math.hypot(x - (C + Math.cos(a) * radius), y - (C + Math.sin(a) * radius)) < rr + r + 14); i++) {
+      a += 0.16; if (i % 8 === 7) radius = Math.max(90, radius - 40);
+    }
+    const cx = C + Math.cos(a) * radius, cy = C + Math.sin(a) * radius;
+    placed.push([cx, cy, r]);
+    const color = ISLAND_COLORS[isl.kind];
+    for (const id of members) if (!home[id]) home[id] = { cx, cy, r, color };
+    for (const id of members) layer.append(s("line", { x1: cx, y1: cy, x2: pos[id][0], y2: pos[id][1], stroke: color, "stroke-opacity": 0.35, class: "island-spoke" }));
+    const g = s("g", { class: "island", "data-testid": "map-island", "data-name": isl.name, "data-kind": isl.kind });
+    g.append(s("circle", { cx, cy, r, fill: color, "fill-opacity": 0.18, stroke: color, "stroke-width": 1.5 }),
+      s("text", { x: cx, y: cy + r + 13, "text-anchor": "middle", fill: color, class: "island-label" }, clip(isl.name, 24)));
+    g.addEventListener("mouseenter", (ev) => showTip(ev, h("b", {}, isl.name), h("div", { class: "muted" }, `${isl.kind} · ${members.length} memories on the map`)));
+    g.addEventListener("mouseleave", () => { tip.hidden = true; });
+    layer.append(g);
+    list.append(h("div", { class: "cluster-row" }, h("i", { class: "swatch", style: `background:${color}` }),
+      h("span", { class: "name" }, isl.name), h("span", { class: "fine" }, isl.kind), h("span", { class: "num" }, fmt(members.length))));
+  });
+  // Gather: each member dot moves 70 % of the way to its island (its spoke follows it).
+  for (const dot of svg.querySelectorAll("circle.node")) {
+    const hm = home[dot.dataset.id];
+    if (!hm) continue;
+    const [x, y] = pos[dot.dataset.id];
+    const gx = hm.cx + (x - hm.cx) * 0.3, gy = hm.cy + (y - hm.cy) * 0.3;
+    dot.setAttribute("cx", gx); dot.setAttribute("cy", gy);
+    dot.classList.add("gathered");
+  }
+  for (const line of layer.querySelectorAll("line.island-spoke")) line.remove();
+  for (const [id, hm] of Object.entries(home)) {
+    const dot = svg.querySelector(`circle.node[data-id="${id}"]`);
+    if (dot) layer.insertBefore(s("line", { x1: hm.cx, y1: hm.cy, x2: dot.getAttribute("cx"), y2: dot.getAttribute("cy"), stroke: hm.color, "stroke-opacity": 0.45, class: "island-spoke" }), layer.firstChild);
+  }
+}
+
+function hideIslands(svg, layer, pos) {
+  layer.replaceChildren();
+  svg.classList.remove("islands-on");
+  for (const dot of svg.querySelectorAll("circle.node.gathered")) {
+    const [x, y] = pos[dot.dataset.id];
+    dot.setAttribute("cx", x); dot.setAttribute("cy", y);
+    dot.classList.remove("gathered");
+  }
 }
 
 function drawClusters(data, pos, spokes, markers, tip, showTip) {
@@ -1058,7 +1177,7 @@ async function openSession(id) {
 // --- Settings -----------------------------------------------------------------------------------------
 
 async function pageSettings(main) {
-  const cfg = await api("/api/dashboard/settings");
+  const [cfg, runtime] = await Promise.all([api("/api/dashboard/settings"), api("/api/dashboard/settings/runtime")]);
   const filter = h("input", { type: "search", placeholder: "Filter settings…" });
   const rows = Object.entries(cfg).sort(([a], [b]) => a.localeCompare(b));
   const tbody = h("tbody");
@@ -1067,10 +1186,90 @@ async function pageSettings(main) {
       v === "********" ? "•••••••• (set, masked)" : v === null ? "—" : typeof v === "object" ? JSON.stringify(v) : String(v)))));
   filter.addEventListener("input", draw);
   draw();
-  main.replaceChildren(head("Settings", "the running configuration; secrets are masked, never sent"),
+  main.replaceChildren(head("Settings", "runtime settings an admin may change; the running configuration, secrets masked"),
+    runtimeCard(runtime),
+    h("h2", { style: "margin-top:22px" }, "Configuration"),
     h("div", { class: "toolbar" }, filter),
     h("div", { class: "card table-card" }, h("table", { class: "settings-table", "data-testid": "settings-table" }, tbody)),
-    h("p", { class: "fine" }, "Change settings with ULTRON_* environment variables or command-line options and restart the hub; see docs/configuration.md."));
+    h("p", { class: "fine" }, "Change these with ULTRON_* environment variables or command-line options and restart the hub; see docs/configuration.md. The runtime settings above override them for this tenant without a restart."));
+}
+
+const settingText = (v) => (v === null || v === undefined ? "" : String(v));
+
+function runtimeCard(view) {
+  // The tunables an admin may change while the hub runs: one input per setting, checked here (type and
+  // range) and again by the hub, which stores all of them or none.
+  const ro = !view.editable;
+  const error = h("div", { class: "error", "data-testid": "runtime-error", hidden: true });
+  const inputs = {};
+  const rows = view.settings.map((st) => {
+    let input;
+    if (st.kind === "boolean") {
+      input = h("input", { type: "checkbox", name: st.name, checked: st.value === true, disabled: ro });
+    } else {
+      input = h("input", { type: "number", name: st.name, value: settingText(st.value), step: st.kind === "integer" ? 1 : "any",
+        min: st.minimum ?? null, max: st.maximum ?? null, disabled: ro, placeholder: st.nullable ? "unset (per model)" : null,
+        style: "width:9em" });
+    }
+    inputs[st.name] = { input, st };
+    const reset = st.changed && !ro ? h("button", { class: "btn small", type: "button", "data-testid": `reset-${st.name}`,
+      onclick: () => save({ reset: [st.name] }) }, "Reset") : null;
+    return h("tr", { "data-setting": st.name, class: st.changed ? "changed" : null },
+      h("td", { class: "k" }, st.name, h("div", { class: "fine" }, st.description)),
+      h("td", {}, h("span", { class: "chip" }, st.part)),
+      h("td", {}, input),
+      h("td", { class: "muted" }, settingText(st.default) || "unset"),
+      h("td", { class: "muted" }, st.changed ? `${st.updated_by || "an agent"} · ${ago(st.updated_at)}` : "configured"),
+      h("td", {}, reset));
+  });
+  const read = () => {
+    const values = {};
+    const problems = [];
+    for (const [name, { input, st }] of Object.entries(inputs)) {
+      let v;
+      if (st.kind === "boolean") v = input.checked;
+      else if (input.value.trim() === "") {
+        if (!st.nullable) { problems.push(`${name}: a value is required`); continue; }
+        v = null;
+      } else {
+        v = Number(input.value);
+        if (!Number.isFinite(v)) { problems.push(`${name}: not a number`); continue; }
+        if (st.kind === "integer" && !Number.isInteger(v)) { problems.push(`${name}: must be a whole number`); continue; }
+        if (st.minimum !== null && v < st.minimum) { problems.push(`${name}: at least ${st.minimum}`); continue; }
+        if (st.maximum !== null && v > st.maximum) { problems.push(`${name}: at most ${st.maximum}`); continue; }
+      }
+      if (v !== st.value) values[name] = v;
+    }
+    return { values, problems };
+  };
+  async function save(change) {
+    error.hidden = true;
+    try {
+      const next = await api("/api/dashboard/settings/runtime", { method: "PATCH", body: change });
+      card.replaceWith(runtimeCard(next));
+      toast("Settings saved: they apply within a few seconds everywhere");
+    } catch (e) { error.textContent = e.message; error.hidden = false; }
+  }
+  const submit = (ev) => {
+    ev.preventDefault();
+    const { values, problems } = read();
+    // The hub checks too (a 422 with its reason); this only spares a round trip for the obvious ones.
+    if (problems.length) { error.textContent = problems.join("; "); error.hidden = false; return; }
+    if (!Object.keys(values).length) { error.textContent = "Nothing changed."; error.hidden = false; return; }
+    save({ values });
+  };
+  const form = h("form", { "data-testid": "runtime-form", onsubmit: submit, novalidate: true },
+    h("div", { class: "card table-card" }, h("table", { class: "settings-table runtime", "data-testid": "runtime-table" },
+      h("thead", {}, h("tr", {}, ["setting", "part", "value", "default", "changed", ""].map((x) => h("th", {}, x)))),
+      h("tbody", {}, rows))),
+    error,
+    ro ? h("p", { class: "fine", "data-testid": "runtime-readonly" }, "Read-only: only an admin agent may change these.")
+      : h("div", { class: "actions" }, h("button", { class: "btn primary", type: "submit", "data-testid": "runtime-save" }, "Save changes")));
+  const card = h("div", { "data-testid": "runtime-settings" },
+    h("h2", {}, "Runtime settings"),
+    h("p", { class: "fine" }, `Stored in the database for this tenant; every process of the hub (the API, the worker) applies a change within ${view.ttl_seconds} s, without a restart. Each change is logged with who made it.`),
+    form);
+  return card;
 }
 
 // --- Similarity network -------------------------------------------------------------------------------
