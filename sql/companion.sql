@@ -124,7 +124,7 @@ LIMIT :limit
 INSERT INTO reflection_marks (tenant_id, agent_id, memory_id, reflection_id)
 SELECT :tenant_id, CAST(:agent_id AS uuid), id, CAST(:reflection_id AS uuid)
 FROM unnest(CAST(:memory_ids AS uuid[])) AS id
-ON CONFLICT (agent_id, memory_id) DO NOTHING
+ON CONFLICT (agent_id, memory_id, tenant_id) DO NOTHING
 RETURNING memory_id
 
 -- name: brief_skills

@@ -212,7 +212,7 @@ WITH moved AS (
 INSERT INTO memory_sources (memory_id, segment_id, session_id, tenant_id, decision, contributions, created_at)
 SELECT :winner_id, m.segment_id, m.session_id, :tenant_id, 'merged', m.contributions, m.created_at
 FROM moved m
-ON CONFLICT (memory_id, segment_id)
+ON CONFLICT (memory_id, segment_id, tenant_id)
 DO UPDATE SET contributions = memory_sources.contributions + excluded.contributions
 
 -- name: term_totals_docs

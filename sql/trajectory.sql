@@ -43,7 +43,7 @@ SELECT id FROM task_segments WHERE id = :id AND stage = :stage FOR UPDATE SKIP L
 -- A segment's upload created or merged into a memory: link them (a row, so a later merge keeps it).
 INSERT INTO memory_sources (memory_id, segment_id, session_id, tenant_id, decision)
 VALUES (:memory_id, :segment_id, :session_id, :tenant_id, :decision)
-ON CONFLICT (memory_id, segment_id) DO UPDATE SET contributions = memory_sources.contributions + 1;
+ON CONFLICT (memory_id, segment_id, tenant_id) DO UPDATE SET contributions = memory_sources.contributions + 1;
 
 -- name: archive_segment_memories
 -- A segment changed: archive exactly the memories it produced, i.e. those linked to it, with no link to

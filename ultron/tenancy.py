@@ -123,7 +123,10 @@ def member_groups(session: Session, agent_id: UUID) -> tuple[str, ...]:
     """The names of the groups the agent belongs to, sorted."""
     stmt = (
         select(AgentGroup.name)
-        .join(GroupMember, GroupMember.group_id == AgentGroup.id)
+        .join(
+            GroupMember,
+            (GroupMember.group_id == AgentGroup.id) & (GroupMember.tenant_id == AgentGroup.tenant_id),
+        )
         .where(GroupMember.agent_id == agent_id)
         .order_by(AgentGroup.name)
     )

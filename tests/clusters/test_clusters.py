@@ -86,9 +86,9 @@ def test_centroid_is_the_normalized_mean_after_joins_leaves_and_merges(chub):  #
         tenant = _tenant(s)
         actor = local_actor(s)
         members = [_join(chub, s, tenant, v, f"m{i}")[0] for i, v in enumerate(vectors)]
-        cluster_id = s.get(ClusterMember, members[0].id).cluster_id
-        assert {s.get(ClusterMember, m.id).cluster_id for m in members} == {cluster_id}
-        _assert_exact(s.get(KnowledgeCluster, cluster_id, populate_existing=True), vectors)
+        cluster_id = s.get(ClusterMember, (members[0].id, tenant)).cluster_id
+        assert {s.get(ClusterMember, (m.id, tenant)).cluster_id for m in members} == {cluster_id}
+        _assert_exact(s.get(KnowledgeCluster, (cluster_id, tenant), populate_existing=True), vectors)
         chub.clusters.leave(s, tenant, members[1].id)  # a plain leave
         assert chub.memory.absorb(s, actor, members[2].id, members[3].id, 0.95)  # merge: the loser leaves
         s.execute(text("UPDATE memories SET status = 'archived' WHERE id = :id"), {"id": members[4].id})
@@ -101,15 +101,15 @@ def test_centroid_is_the_normalized_mean_after_joins_leaves_and_merges(chub):  #
         )
         counts = chub.clusters.sync(s, tenant)
         assert counts == {"left": 2, "reassigned": 1}
-        cluster = s.get(KnowledgeCluster, cluster_id, populate_existing=True)
-        remaining = [m for m in members if s.get(ClusterMember, m.id) is not None]
+        cluster = s.get(KnowledgeCluster, (cluster_id, tenant), populate_existing=True)
+        remaining = [m for m in members if s.get(ClusterMember, (m.id, tenant)) is not None]
         assert {m.id for m in remaining} == {members[i].id for i in (0, 2, 5, 6, 7)}
         assert cluster.member_count == 5
         _assert_exact(cluster, [m.embedding for m in remaining])
         # the last member leaving empties the cluster; it drops out of the nearest search
         for m in remaining:
             chub.clusters.leave(s, tenant, m.id)
-        cluster = s.get(KnowledgeCluster, cluster_id, populate_existing=True)
+        cluster = s.get(KnowledgeCluster, (cluster_id, tenant), populate_existing=True)
         assert cluster.member_count == 0 and cluster.centroid is None and cluster.mean is None
 
 
@@ -149,14 +149,14 @@ def test_a_join_refreshes_the_indexed_centroid_only_when_it_drifts(chub):  # typ
         assert after.mean != before.mean
         n, hot = _xact_updates(s)
         assert (n - counted[0], hot - counted[1]) == (1, 1)  # a HOT update: no index touched at all
-        _assert_exact(s.get(KnowledgeCluster, cluster_id), [_basis(dim, 0), _basis(dim, 0), close])
+        _assert_exact(s.get(KnowledgeCluster, (cluster_id, tenant)), [_basis(dim, 0), _basis(dim, 0), close])
     with chub.db.session() as s:
         far = _at_cos(dim, 0.8)  # at the threshold: joins, and pulls the mean by about 9 degrees
         counted = _xact_updates(s)
         _, joined = _join(chub, s, tenant, far)
         assert joined == cluster_id
         s.expire_all()
-        cluster = s.get(KnowledgeCluster, cluster_id)
+        cluster = s.get(KnowledgeCluster, (cluster_id, tenant))
         assert _stored(s, cluster_id).centroid != after.centroid
         assert np.allclose(np.asarray(cluster.centroid), unit(cluster.mean), atol=1e-6)  # refreshed
         n, hot = _xact_updates(s)
@@ -173,7 +173,7 @@ def test_the_join_is_decided_on_the_exact_mean_not_the_stale_centroid(chub):  # 
         _, cluster_id = _join(chub, s, tenant, _basis(dim, 0))
         # the mean drifts slightly towards e1 without a refresh (cosine to the centroid stays >= 0.999)
         _join(chub, s, tenant, _at_cos(dim, 0.9985))
-        cluster = s.get(KnowledgeCluster, cluster_id, populate_existing=True)
+        cluster = s.get(KnowledgeCluster, (cluster_id, tenant), populate_existing=True)
         assert np.allclose(np.asarray(cluster.centroid), _basis(dim, 0))  # still e0
         mean = np.asarray(cluster.mean, dtype=np.float64)
         m = unit(mean)
@@ -218,7 +218,7 @@ def test_readiness_at_exactly_five_and_after_exactly_three_new_members(chub):  #
                 created_at=datetime.now(UTC) - timedelta(seconds=0),
             )
         )
-        s.get(KnowledgeCluster, cluster_id).skill_slug = "s"
+        s.get(KnowledgeCluster, (cluster_id, tenant)).skill_slug = "s"
         s.flush()
         # members joined in the same transaction share now(): move them before the version
         s.execute(text("UPDATE cluster_members SET joined_at = joined_at - interval '1 minute'"))
@@ -235,12 +235,12 @@ def test_an_upload_joins_a_cluster_in_its_transaction_and_initial_clustering_cov
     alice = Ultron(hub=hub, agent="alice")
     first = alice.upload_memory("pytest fixtures with scope=session leak state between database tests")
     with hub.db.session() as s:
-        assert s.get(ClusterMember, first.id) is not None
+        assert s.get(ClusterMember, (first.id, local_actor(s).tenant_id)) is not None
         s.execute(text("DELETE FROM cluster_members"))
         s.execute(text("DELETE FROM knowledge_clusters"))
     with hub.db.session() as s:
         assert hub.clusters.run_initial_clustering(s, local_actor(s).tenant_id) >= 1
-        assert s.get(ClusterMember, first.id) is not None
+        assert s.get(ClusterMember, (first.id, local_actor(s).tenant_id)) is not None
 
 
 def test_offline_topic_is_the_most_shared_keywords():
@@ -260,8 +260,8 @@ def test_private_and_group_memories_never_feed_a_cluster(hub):  # type: ignore[n
     shared = alice.upload_memory(text_)
     with hub.db.session() as s:
         tenant = local_actor(s).tenant_id
-        assert s.get(ClusterMember, private.id) is None
-        assert s.get(ClusterMember, shared.id) is not None
+        assert s.get(ClusterMember, (private.id, tenant)) is None
+        assert s.get(ClusterMember, (shared.id, tenant)) is not None
         assert hub.clusters.run_initial_clustering(s, tenant) == 0  # the private one is not "unclustered"
         # A shared memory that becomes private leaves its cluster at the next sync.
         s.execute(
@@ -269,7 +269,7 @@ def test_private_and_group_memories_never_feed_a_cluster(hub):  # type: ignore[n
             {"a": local_actor(s).agent_id, "id": shared.id},
         )
         assert hub.clusters.sync(s, tenant)["left"] == 1
-        assert s.get(ClusterMember, shared.id) is None
+        assert s.get(ClusterMember, (shared.id, tenant)) is None
         cluster_ids = s.scalars(select(KnowledgeCluster.id).where(KnowledgeCluster.tenant_id == tenant)).all()
         for cid in cluster_ids:
             assert hub.clusters.get_cluster_memories(s, tenant, cid, 20) == []

@@ -35,7 +35,7 @@ def test_every_session_format_is_stored_with_its_messages(hub, ingest, name):
     assert (file.status, file.format, file.messages) == ("created", fmt, count)
     assert file.archived and file.new_segments >= 1
     with hub.db.session() as session:
-        record = session.get(SessionRecord, file.session_id)
+        record = session.scalars(select(SessionRecord).where(SessionRecord.id == file.session_id)).one()
         rows = (
             session.execute(
                 select(SessionMessage)

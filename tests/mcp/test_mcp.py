@@ -277,7 +277,7 @@ def supersede_docker(hub, slug: str) -> None:  # type: ignore[no-untyped-def]
     with hub.db.session() as s:
         tenant = local_actor(s).tenant_id
         old = hub.skills.latest(s, tenant, slug)
-        cluster = s.get(KnowledgeCluster, old.source_cluster_id)
+        cluster = s.get(KnowledgeCluster, (old.source_cluster_id, tenant))
         doc = SkillDoc("Container Image Caching", old.description, old.body, {})
         hub.skills.supersede(s, tenant, slug)
         cluster.superseded_slugs = [*cluster.superseded_slugs, slug]

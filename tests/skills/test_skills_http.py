@@ -432,9 +432,9 @@ def test_clusters_are_listed_largest_first_with_readiness(hub, bob, stocked):  #
     assert {i for i, c in listed.items() if c["readiness"] == "recrystallize"} == again
     assert docker["id"] in again
     with hub.db.session() as s:  # backing off: nothing to do until next_attempt_at
-        s.get(KnowledgeCluster, uuid.UUID(docker["id"])).next_attempt_at = datetime.now(UTC) + timedelta(
-            hours=1
-        )
+        s.get(KnowledgeCluster, (uuid.UUID(docker["id"]), tenant_of(hub))).next_attempt_at = datetime.now(
+            UTC
+        ) + timedelta(hours=1)
     assert bob.get(f"/clusters/{docker['id']}").json()["readiness"] is None
     assert bob.get("/clusters", params={"limit": 1, "offset": 1}).json()[0]["id"] == list(listed)[1]
 

@@ -131,7 +131,7 @@ def test_llm_names_the_topic_from_a_bounded_sample_and_falls_back_on_garbage(  #
         tenant = local_actor(s).tenant_id
         cluster = llm.clusters.list_clusters(s, tenant)[0]
         assert llm.clusters.name_topic(s, tenant, cluster.id) == "Docker build layer caching"
-        assert s.get(KnowledgeCluster, cluster.id).topic == "Docker build layer caching"
+        assert s.get(KnowledgeCluster, (cluster.id, tenant)).topic == "Docker build layer caching"
         (user,) = chat_users(fake_openai, TOPIC_MARK)
         assert len([line for line in user.splitlines() if line.startswith("- ")]) == 4  # bounded
 

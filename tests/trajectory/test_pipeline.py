@@ -70,7 +70,9 @@ def test_offline_end_to_end_segments_scores_and_linked_memories(make_hub):
     sources = _sources(hub)
     assert set(sources.values()) == {payments.id, changelog.id}
     with hub.db.session() as session:
-        memory = session.get(Memory, next(m for m, s in sources.items() if s == payments.id))
+        memory = session.get(
+            Memory, (next(m for m, s in sources.items() if s == payments.id), payments.tenant_id)
+        )
     assert "test_refund_rounding" in memory.content and "quantize" in memory.resolution
     assert "trajectory" in memory.tags
 
@@ -90,7 +92,7 @@ def test_a_changed_segment_archives_exactly_the_memories_it_produced(hub):
 
     # A person uploads to the changelog memory too: it is no longer only the segment's.
     with hub.db.session() as session:
-        record = session.get(Memory, changelog_memories[0])
+        record = session.get(Memory, (changelog_memories[0], first[1].tenant_id))
         hub.memory.upload(
             session,
             local_actor(session),

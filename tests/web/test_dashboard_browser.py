@@ -179,7 +179,7 @@ def test_edit_archive_and_delete(page, live_hub, hub, demo):
     page.click("#drawer [data-testid=delete]")
     page.wait_for_selector("#drawer", state="hidden")
     with hub.db.session() as s:
-        assert s.get(Memory, target) is None
+        assert s.scalars(select(Memory).where(Memory.id == target)).first() is None
 
 
 def test_an_open_loopback_hub_skips_sign_in(page, hub):
@@ -259,7 +259,7 @@ def test_pause_and_resume_an_import_from_the_page(page, live_hub, hub, demo):
     assert "0 of 2 conversations · paused" in page.text_content(f"{row} [data-testid=import-progress]")
     assert page.locator(f"{row} [data-testid=import-pause]").count() == 0
     with hub.db.session() as s:
-        assert s.get(ImportJob, job.id).status == "paused"
+        assert s.scalars(select(ImportJob).where(ImportJob.id == job.id)).one().status == "paused"
 
     page.click(f"{row} [data-testid=import-resume]")
     page.wait_for_selector(f"{row} [data-testid=import-progress][data-status=done]", timeout=30_000)
@@ -268,7 +268,7 @@ def test_pause_and_resume_an_import_from_the_page(page, live_hub, hub, demo):
     assert "2 of 2 conversations · done" in progress.text_content()
     assert page.locator(f"{row} [data-testid=import-pause], {row} [data-testid=import-resume]").count() == 0
     with hub.db.session() as s:
-        assert s.get(ImportJob, job.id).status == "done"
+        assert s.scalars(select(ImportJob).where(ImportJob.id == job.id)).one().status == "done"
 
 
 def _skill(hub, slug: str, version: str | None = None):  # type: ignore[no-untyped-def]

@@ -71,7 +71,7 @@ def test_an_abandoned_lease_is_taken_up_after_it_expires(worker_hub):
     second = worker.run_cycle(("segment",))[0]
     assert second.counts["done"] == 1
     with hub.db.session() as session:
-        record = session.get(SessionRecord, item.id)
+        record = session.scalars(select(SessionRecord).where(SessionRecord.id == item.id)).one()
         assert record.needs_segmentation is False and record.lease_owner is None and record.attempts == 0
 
 

@@ -190,7 +190,9 @@ class ClusterService:
         best = max(rows, key=lambda r: float(r.similarity), default=None)
         cluster = None
         if best is not None and float(best.similarity) >= floor:
-            cluster = session.get(KnowledgeCluster, best.id, with_for_update=True, populate_existing=True)
+            cluster = session.get(
+                KnowledgeCluster, (best.id, tenant_id), with_for_update=True, populate_existing=True
+            )
             if cluster is not None and (cluster.member_count == 0 or cluster.mean is None):
                 cluster = None  # emptied since the probe
             elif cluster is not None and join_score(v, cluster.mean) < floor:
@@ -216,11 +218,11 @@ class ClusterService:
 
     def leave(self, session: Session, tenant_id: UUID, memory_id: UUID) -> UUID | None:
         """Take a memory out of its cluster (merged away, archived, re-embedded); exact running mean."""
-        member = session.get(ClusterMember, memory_id)
+        member = session.get(ClusterMember, (memory_id, tenant_id))
         if member is None or member.tenant_id != tenant_id:
             return None
         cluster = session.get(
-            KnowledgeCluster, member.cluster_id, with_for_update=True, populate_existing=True
+            KnowledgeCluster, (member.cluster_id, tenant_id), with_for_update=True, populate_existing=True
         )
         assert cluster is not None
         n = cluster.member_count
@@ -243,7 +245,7 @@ class ClusterService:
             self.leave(session, tenant_id, row.memory_id)
             counts["left"] += 1
             if row.still_active:
-                memory = session.get(Memory, row.memory_id)
+                memory = session.get(Memory, (row.memory_id, tenant_id))
                 if memory is not None and memory.embedding is not None:
                     self.assign(session, tenant_id, memory.id, memory.embedding)
                     counts["reassigned"] += 1
@@ -329,7 +331,7 @@ class ClusterService:
         topic = self._llm_topic(members) if members else None
         if topic is None:
             topic = topic_keywords(" ".join([m["content"], m["context"], *m["tags"]]) for m in members)
-        cluster = session.get(KnowledgeCluster, cluster_id)
+        cluster = session.get(KnowledgeCluster, (cluster_id, tenant_id))
         if cluster is not None and topic:
             cluster.topic = topic
         return topic

@@ -288,7 +288,7 @@ class CompanionService:
     ) -> UploadResult:
         """Store the given valence/arousal (averaged into a merge), or infer them with the LLM; link the
         people, places and projects the (redacted) text names."""
-        memory = session.get(Memory, result.record.id)
+        memory = session.get(Memory, (result.record.id, actor.tenant_id))
         if memory is None:
             return result
         self.link_entities(session, memory)

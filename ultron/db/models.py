@@ -14,6 +14,7 @@ from sqlalchemy import (
     DateTime,
     Float,
     ForeignKey,
+    ForeignKeyConstraint,
     Index,
     Integer,
     LargeBinary,
@@ -43,6 +44,29 @@ def _now() -> Mapped[datetime]:
     return mapped_column(DateTime(timezone=True), nullable=False, server_default=func.now())
 
 
+# Every key of a tenant table holds the tenant (migration 0012), the distribution column of a sharded or
+# partitioned deployment (docs/scaling.md): primary keys and uniques end with it, foreign keys between
+# tenant tables are (x_id, tenant_id) -> (id, tenant_id). tests/db/test_schema_keys.py checks the live schema.
+
+
+def _tenant_key() -> Mapped[uuid.UUID]:
+    """tenant_id as the last column of the primary key."""
+    return mapped_column(
+        UUID(as_uuid=True), ForeignKey("tenants.id", ondelete="CASCADE"), primary_key=True, nullable=False
+    )
+
+
+def _tenant_fk(table: str, column: str, parent: str, ondelete: str) -> ForeignKeyConstraint:
+    """(column, tenant_id) -> parent (id, tenant_id); SET NULL clears the reference only, never the tenant."""
+    action = f"SET NULL ({column})" if ondelete == "SET NULL" else ondelete
+    return ForeignKeyConstraint(
+        [column, "tenant_id"],
+        [f"{parent}.id", f"{parent}.tenant_id"],
+        ondelete=action,
+        name=f"{table}_{column}_fkey",
+    )
+
+
 class Tenant(Base):
     __tablename__ = "tenants"
 
@@ -54,15 +78,17 @@ class Tenant(Base):
 
 class Agent(Base):
     __tablename__ = "agents"
-    __table_args__ = (UniqueConstraint("tenant_id", "name", name="uq_agents_tenant_name"),)
+    __table_args__ = (
+        UniqueConstraint("tenant_id", "name", name="uq_agents_tenant_name"),
+        # Authentication looks a key up by its hash alone: the index leads with it.
+        UniqueConstraint("key_hash", "tenant_id", name="uq_agents_key_hash"),
+    )
 
     id: Mapped[uuid.UUID] = _uuid_pk()
-    tenant_id: Mapped[uuid.UUID] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False
-    )
+    tenant_id: Mapped[uuid.UUID] = _tenant_key()
     name: Mapped[str] = mapped_column(Text, nullable=False)
     # sha256 of the full key; the prefix lets an operator recognise a key without storing it.
-    key_hash: Mapped[str | None] = mapped_column(Text, unique=True)
+    key_hash: Mapped[str | None] = mapped_column(Text)
     key_prefix: Mapped[str | None] = mapped_column(Text)
     # Admin agents may edit and delete any memory of their tenant; others only their own.
     is_admin: Mapped[bool] = mapped_column(Boolean, nullable=False, server_default=text("false"))
@@ -78,23 +104,22 @@ class AgentGroup(Base):
     __table_args__ = (UniqueConstraint("tenant_id", "name", name="uq_agent_groups_tenant_name"),)
 
     id: Mapped[uuid.UUID] = _uuid_pk()
-    tenant_id: Mapped[uuid.UUID] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False
-    )
+    tenant_id: Mapped[uuid.UUID] = _tenant_key()
     name: Mapped[str] = mapped_column(Text, nullable=False)
     created_at: Mapped[datetime] = _now()
 
 
 class GroupMember(Base):
     __tablename__ = "group_members"
-    __table_args__ = (Index("ix_group_members_agent", "agent_id"),)
+    __table_args__ = (
+        Index("ix_group_members_agent", "agent_id"),
+        _tenant_fk("group_members", "group_id", "agent_groups", "CASCADE"),
+        _tenant_fk("group_members", "agent_id", "agents", "CASCADE"),
+    )
 
-    group_id: Mapped[uuid.UUID] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("agent_groups.id", ondelete="CASCADE"), primary_key=True
-    )
-    agent_id: Mapped[uuid.UUID] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("agents.id", ondelete="CASCADE"), primary_key=True
-    )
+    group_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
+    agent_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
+    tenant_id: Mapped[uuid.UUID] = _tenant_key()  # the group's (migration 0012)
     added_at: Mapped[datetime] = _now()
 
 
@@ -143,15 +168,13 @@ class Memory(Base):
             postgresql_using="gin",
             postgresql_with={"fastupdate": "off"},
         ),
+        _tenant_fk("memories", "agent_id", "agents", "SET NULL"),
+        _tenant_fk("memories", "merged_into_id", "memories", "SET NULL"),
     )
 
     id: Mapped[uuid.UUID] = _uuid_pk()
-    tenant_id: Mapped[uuid.UUID] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False
-    )
-    agent_id: Mapped[uuid.UUID | None] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("agents.id", ondelete="SET NULL")
-    )
+    tenant_id: Mapped[uuid.UUID] = _tenant_key()
+    agent_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
     memory_type: Mapped[str] = mapped_column(Text, nullable=False)
     content: Mapped[str] = mapped_column(Text, nullable=False)
     context: Mapped[str] = mapped_column(Text, nullable=False, server_default="")
@@ -179,9 +202,7 @@ class Memory(Base):
     redacted_entities: Mapped[dict[str, int]] = mapped_column(
         JSONB, nullable=False, server_default=text("'{}'")
     )
-    merged_into_id: Mapped[uuid.UUID | None] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("memories.id", ondelete="SET NULL")
-    )
+    merged_into_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
     archived_reason: Mapped[str | None] = mapped_column(Text)
     archived_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     # A memory's conversation or session and its place there, and when what it tells happened (all
@@ -227,34 +248,29 @@ class MemoryEntity(Base):
     __table_args__ = (
         CheckConstraint("kind IN ('person', 'place', 'project')", name="ck_memory_entities_kind"),
         Index("ix_memory_entities_tenant_name", "tenant_id", "name"),
+        _tenant_fk("memory_entities", "memory_id", "memories", "CASCADE"),
     )
 
-    memory_id: Mapped[uuid.UUID] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("memories.id", ondelete="CASCADE"), primary_key=True
-    )
-    tenant_id: Mapped[uuid.UUID] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False
-    )
+    memory_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
     kind: Mapped[str] = mapped_column(Text, primary_key=True)
     name: Mapped[str] = mapped_column(Text, primary_key=True)
+    tenant_id: Mapped[uuid.UUID] = _tenant_key()
 
 
 class MemoryContribution(Base):
     """Every upload that created or merged into a memory, with its original (redacted) text."""
 
     __tablename__ = "memory_contributions"
-    __table_args__ = (Index("ix_contributions_memory", "memory_id", "created_at"),)
+    __table_args__ = (
+        Index("ix_contributions_memory", "memory_id", "created_at"),
+        _tenant_fk("memory_contributions", "memory_id", "memories", "CASCADE"),
+        _tenant_fk("memory_contributions", "agent_id", "agents", "SET NULL"),
+    )
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
-    tenant_id: Mapped[uuid.UUID] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False
-    )
-    memory_id: Mapped[uuid.UUID] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("memories.id", ondelete="CASCADE"), nullable=False
-    )
-    agent_id: Mapped[uuid.UUID | None] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("agents.id", ondelete="SET NULL")
-    )
+    tenant_id: Mapped[uuid.UUID] = _tenant_key()
+    memory_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), nullable=False)
+    agent_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
     decision: Mapped[str] = mapped_column(Text, nullable=False)
     similarity: Mapped[float | None] = mapped_column(Float)
     content: Mapped[str] = mapped_column(Text, nullable=False)
@@ -272,18 +288,14 @@ class HitEvent(Base):
         CheckConstraint("signal IN ('search','details','merge')", name="ck_hit_events_signal"),
         Index("ix_hit_events_memory_agent", "memory_id", "agent_id", "signal", "created_at"),
         Index("ix_hit_events_tenant_created", "tenant_id", "created_at"),
+        _tenant_fk("hit_events", "memory_id", "memories", "CASCADE"),
+        _tenant_fk("hit_events", "agent_id", "agents", "SET NULL"),
     )
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
-    tenant_id: Mapped[uuid.UUID] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False
-    )
-    memory_id: Mapped[uuid.UUID] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("memories.id", ondelete="CASCADE"), nullable=False
-    )
-    agent_id: Mapped[uuid.UUID | None] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("agents.id", ondelete="SET NULL")
-    )
+    tenant_id: Mapped[uuid.UUID] = _tenant_key()
+    memory_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), nullable=False)
+    agent_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
     signal: Mapped[str] = mapped_column(Text, nullable=False)
     weight: Mapped[int] = mapped_column(Integer, nullable=False)
     counted: Mapped[bool] = mapped_column(Boolean, nullable=False)
@@ -294,15 +306,14 @@ class ActivityEvent(Base):
     """Uploads, merges and searches over time (the dashboard's charts and `/metrics` read these)."""
 
     __tablename__ = "activity_events"
-    __table_args__ = (Index("ix_activity_tenant_kind_created", "tenant_id", "kind", "created_at"),)
+    __table_args__ = (
+        Index("ix_activity_tenant_kind_created", "tenant_id", "kind", "created_at"),
+        _tenant_fk("activity_events", "agent_id", "agents", "SET NULL"),
+    )
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
-    tenant_id: Mapped[uuid.UUID] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False
-    )
-    agent_id: Mapped[uuid.UUID | None] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("agents.id", ondelete="SET NULL")
-    )
+    tenant_id: Mapped[uuid.UUID] = _tenant_key()
+    agent_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
     kind: Mapped[str] = mapped_column(Text, nullable=False)
     memory_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
     detail: Mapped[dict[str, Any]] = mapped_column(JSONB, nullable=False, server_default=text("'{}'"))
@@ -361,15 +372,12 @@ class ImportJob(Base):
         ),
         CheckConstraint("status IN ('running','paused','done','failed')", name="ck_import_jobs_status"),
         Index("ix_import_jobs_tenant_created", "tenant_id", "created_at"),
+        _tenant_fk("import_jobs", "agent_id", "agents", "SET NULL"),
     )
 
     id: Mapped[uuid.UUID] = _uuid_pk()
-    tenant_id: Mapped[uuid.UUID] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False
-    )
-    agent_id: Mapped[uuid.UUID | None] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("agents.id", ondelete="SET NULL")
-    )
+    tenant_id: Mapped[uuid.UUID] = _tenant_key()
+    agent_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
     agent_name: Mapped[str] = mapped_column(Text, nullable=False)
     kind: Mapped[str] = mapped_column(Text, nullable=False)
     name: Mapped[str] = mapped_column(Text, nullable=False)
@@ -411,15 +419,13 @@ class SessionRecord(Leased, Base):
             "next_attempt_at",
             postgresql_where=text("needs_segmentation AND parked_at IS NULL"),
         ),
+        _tenant_fk("sessions", "agent_id", "agents", "SET NULL"),
+        _tenant_fk("sessions", "import_id", "import_jobs", "SET NULL"),
     )
 
     id: Mapped[uuid.UUID] = _uuid_pk()
-    tenant_id: Mapped[uuid.UUID] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False
-    )
-    agent_id: Mapped[uuid.UUID | None] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("agents.id", ondelete="SET NULL")
-    )
+    tenant_id: Mapped[uuid.UUID] = _tenant_key()
+    agent_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
     # The dedup key is (tenant, agent name, source): the same file from the same agent is one session.
     agent_name: Mapped[str] = mapped_column(Text, nullable=False)
     source: Mapped[str] = mapped_column(Text, nullable=False)
@@ -428,9 +434,7 @@ class SessionRecord(Leased, Base):
     meta: Mapped[dict[str, Any]] = mapped_column(
         "metadata", JSONB, nullable=False, server_default=text("'{}'")
     )
-    import_id: Mapped[uuid.UUID | None] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("import_jobs.id", ondelete="SET NULL")
-    )
+    import_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
     review_status: Mapped[str] = mapped_column(Text, nullable=False, server_default="none")
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     ended_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
@@ -444,14 +448,11 @@ class SessionMessage(Base):
     """One message of a session, normalized and redacted. `seq` is its 0-based position."""
 
     __tablename__ = "session_messages"
+    __table_args__ = (_tenant_fk("session_messages", "session_id", "sessions", "CASCADE"),)
 
-    session_id: Mapped[uuid.UUID] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("sessions.id", ondelete="CASCADE"), primary_key=True
-    )
+    session_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
     seq: Mapped[int] = mapped_column(Integer, primary_key=True)
-    tenant_id: Mapped[uuid.UUID] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False
-    )
+    tenant_id: Mapped[uuid.UUID] = _tenant_key()
     role: Mapped[str] = mapped_column(Text, nullable=False)
     content: Mapped[str] = mapped_column(Text, nullable=False, server_default="")
     reasoning: Mapped[str | None] = mapped_column(Text)
@@ -479,15 +480,12 @@ class TaskSegment(Leased, Base):
             "next_attempt_at",
             postgresql_where=text("stage IN ('score','extract') AND parked_at IS NULL"),
         ),
+        _tenant_fk("task_segments", "session_id", "sessions", "CASCADE"),
     )
 
     id: Mapped[uuid.UUID] = _uuid_pk()
-    tenant_id: Mapped[uuid.UUID] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False
-    )
-    session_id: Mapped[uuid.UUID] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("sessions.id", ondelete="CASCADE"), nullable=False
-    )
+    tenant_id: Mapped[uuid.UUID] = _tenant_key()
+    session_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), nullable=False)
     segment_index: Mapped[int] = mapped_column(Integer, nullable=False)
     start_seq: Mapped[int] = mapped_column(Integer, nullable=False)
     end_seq: Mapped[int] = mapped_column(Integer, nullable=False)
@@ -512,20 +510,15 @@ class MemorySource(Base):
     __table_args__ = (
         Index("ix_memory_sources_segment", "segment_id"),
         Index("ix_memory_sources_session", "session_id"),
+        _tenant_fk("memory_sources", "memory_id", "memories", "CASCADE"),
+        _tenant_fk("memory_sources", "segment_id", "task_segments", "CASCADE"),
+        _tenant_fk("memory_sources", "session_id", "sessions", "CASCADE"),
     )
 
-    memory_id: Mapped[uuid.UUID] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("memories.id", ondelete="CASCADE"), primary_key=True
-    )
-    segment_id: Mapped[uuid.UUID] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("task_segments.id", ondelete="CASCADE"), primary_key=True
-    )
-    session_id: Mapped[uuid.UUID] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("sessions.id", ondelete="CASCADE"), nullable=False
-    )
-    tenant_id: Mapped[uuid.UUID] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False
-    )
+    memory_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
+    segment_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
+    session_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), nullable=False)
+    tenant_id: Mapped[uuid.UUID] = _tenant_key()
     # created: the segment's upload made the memory; merged: it merged into an existing one.
     decision: Mapped[str] = mapped_column(Text, nullable=False)
     # Uploads from this segment into the memory; compared with its contributions to see who else wrote it.
@@ -541,15 +534,13 @@ class RawUpload(Base):
         CheckConstraint("kind IN ('ingest_file','ingest_text')", name="ck_raw_uploads_kind"),
         Index("ix_raw_uploads_tenant_sha", "tenant_id", "sha256"),
         Index("ix_raw_uploads_tenant_created", "tenant_id", "created_at"),
+        _tenant_fk("raw_user_uploads", "agent_id", "agents", "SET NULL"),
+        _tenant_fk("raw_user_uploads", "session_id", "sessions", "SET NULL"),
     )
 
     id: Mapped[uuid.UUID] = _uuid_pk()
-    tenant_id: Mapped[uuid.UUID] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False
-    )
-    agent_id: Mapped[uuid.UUID | None] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("agents.id", ondelete="SET NULL")
-    )
+    tenant_id: Mapped[uuid.UUID] = _tenant_key()
+    agent_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
     agent_name: Mapped[str] = mapped_column(Text, nullable=False)
     kind: Mapped[str] = mapped_column(Text, nullable=False)
     name: Mapped[str] = mapped_column(Text, nullable=False, server_default="")
@@ -560,9 +551,7 @@ class RawUpload(Base):
     redacted_entities: Mapped[dict[str, int]] = mapped_column(
         JSONB, nullable=False, server_default=text("'{}'")
     )
-    session_id: Mapped[uuid.UUID | None] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("sessions.id", ondelete="SET NULL")
-    )
+    session_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
     created_at: Mapped[datetime] = _now()
 
 
@@ -573,24 +562,20 @@ class ImportItem(Base):
     __table_args__ = (
         CheckConstraint("status IN ('pending','imported','failed')", name="ck_import_items_status"),
         Index("ix_import_items_job_status", "job_id", "status", "position"),
+        _tenant_fk("import_items", "job_id", "import_jobs", "CASCADE"),
+        _tenant_fk("import_items", "session_id", "sessions", "SET NULL"),
     )
 
     id: Mapped[uuid.UUID] = _uuid_pk()
-    job_id: Mapped[uuid.UUID] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("import_jobs.id", ondelete="CASCADE"), nullable=False
-    )
-    tenant_id: Mapped[uuid.UUID] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False
-    )
+    job_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), nullable=False)
+    tenant_id: Mapped[uuid.UUID] = _tenant_key()
     position: Mapped[int] = mapped_column(Integer, nullable=False)
     external_id: Mapped[str] = mapped_column(Text, nullable=False)
     title: Mapped[str] = mapped_column(Text, nullable=False, server_default="")
     messages: Mapped[list[Any]] = mapped_column(JSONB, nullable=False)
     status: Mapped[str] = mapped_column(Text, nullable=False, server_default="pending")
     error: Mapped[str | None] = mapped_column(Text)
-    session_id: Mapped[uuid.UUID | None] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("sessions.id", ondelete="SET NULL")
-    )
+    session_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
     created_at: Mapped[datetime] = _now()
 
 
@@ -598,21 +583,18 @@ class ReflectionMark(Base):
     """An agent reflected on a memory (the dream call stops offering it to that agent)."""
 
     __tablename__ = "reflection_marks"
-    __table_args__ = (UniqueConstraint("agent_id", "memory_id", name="uq_reflection_marks_agent_memory"),)
+    __table_args__ = (
+        UniqueConstraint("agent_id", "memory_id", "tenant_id", name="uq_reflection_marks_agent_memory"),
+        _tenant_fk("reflection_marks", "agent_id", "agents", "CASCADE"),
+        _tenant_fk("reflection_marks", "memory_id", "memories", "CASCADE"),
+        _tenant_fk("reflection_marks", "reflection_id", "memories", "SET NULL"),
+    )
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
-    tenant_id: Mapped[uuid.UUID] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False
-    )
-    agent_id: Mapped[uuid.UUID] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("agents.id", ondelete="CASCADE"), nullable=False
-    )
-    memory_id: Mapped[uuid.UUID] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("memories.id", ondelete="CASCADE"), nullable=False
-    )
-    reflection_id: Mapped[uuid.UUID | None] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("memories.id", ondelete="SET NULL")
-    )
+    tenant_id: Mapped[uuid.UUID] = _tenant_key()
+    agent_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), nullable=False)
+    memory_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), nullable=False)
+    reflection_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
     created_at: Mapped[datetime] = _now()
 
 
@@ -636,18 +618,16 @@ class MemoryRipple(Base):
     """Time ripple: using one memory slightly activates memories created within +-48 h of it."""
 
     __tablename__ = "memory_ripples"
-    __table_args__ = (Index("ix_memory_ripples_memory_created", "memory_id", "created_at"),)
+    __table_args__ = (
+        Index("ix_memory_ripples_memory_created", "memory_id", "created_at"),
+        _tenant_fk("memory_ripples", "memory_id", "memories", "CASCADE"),
+        _tenant_fk("memory_ripples", "source_id", "memories", "CASCADE"),
+    )
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
-    tenant_id: Mapped[uuid.UUID] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False
-    )
-    memory_id: Mapped[uuid.UUID] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("memories.id", ondelete="CASCADE"), nullable=False
-    )
-    source_id: Mapped[uuid.UUID] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("memories.id", ondelete="CASCADE"), nullable=False
-    )
+    tenant_id: Mapped[uuid.UUID] = _tenant_key()
+    memory_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), nullable=False)
+    source_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), nullable=False)
     weight: Mapped[float] = mapped_column(Float, nullable=False)
     created_at: Mapped[datetime] = _now()
 
@@ -661,9 +641,7 @@ class KnowledgeCluster(Base):
     __table_args__ = (Index("ix_knowledge_clusters_tenant", "tenant_id"),)
 
     id: Mapped[uuid.UUID] = _uuid_pk()
-    tenant_id: Mapped[uuid.UUID] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False
-    )
+    tenant_id: Mapped[uuid.UUID] = _tenant_key()
     topic: Mapped[str] = mapped_column(Text, nullable=False, server_default="")
     # HNSW-indexed, normalized: the direction of `mean` as of its last refresh, rewritten only when the
     # mean has drifted from it (ultron/clusters/service.py), so most joins insert no index entry.
@@ -689,17 +667,15 @@ class ClusterMember(Base):
     """A memory's cluster (at most one), with the vector it joined with so leaving is exact."""
 
     __tablename__ = "cluster_members"
-    __table_args__ = (Index("ix_cluster_members_cluster_joined", "cluster_id", "joined_at"),)
+    __table_args__ = (
+        Index("ix_cluster_members_cluster_joined", "cluster_id", "joined_at"),
+        _tenant_fk("cluster_members", "memory_id", "memories", "CASCADE"),
+        _tenant_fk("cluster_members", "cluster_id", "knowledge_clusters", "CASCADE"),
+    )
 
-    memory_id: Mapped[uuid.UUID] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("memories.id", ondelete="CASCADE"), primary_key=True
-    )
-    cluster_id: Mapped[uuid.UUID] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("knowledge_clusters.id", ondelete="CASCADE"), nullable=False
-    )
-    tenant_id: Mapped[uuid.UUID] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False
-    )
+    memory_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
+    cluster_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), nullable=False)
+    tenant_id: Mapped[uuid.UUID] = _tenant_key()
     embedding: Mapped[Any] = mapped_column(Vector(), nullable=True)
     joined_at: Mapped[datetime] = _now()
 
@@ -714,12 +690,11 @@ class Skill(Base):
             "tenant_id", "slug", "version_major", "version_minor", "version_patch", name="uq_skills_version"
         ),
         Index("ix_skills_tenant_status", "tenant_id", "status"),
+        _tenant_fk("skills", "source_cluster_id", "knowledge_clusters", "SET NULL"),
     )
 
     id: Mapped[uuid.UUID] = _uuid_pk()
-    tenant_id: Mapped[uuid.UUID] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False
-    )
+    tenant_id: Mapped[uuid.UUID] = _tenant_key()
     slug: Mapped[str] = mapped_column(Text, nullable=False)
     version_major: Mapped[int] = mapped_column(Integer, nullable=False)
     version_minor: Mapped[int] = mapped_column(Integer, nullable=False)
@@ -731,9 +706,7 @@ class Skill(Base):
     embedding: Mapped[Any] = mapped_column(Vector(), nullable=True)
     status: Mapped[str] = mapped_column(Text, nullable=False, server_default="active")
     score: Mapped[float | None] = mapped_column(Float)
-    source_cluster_id: Mapped[uuid.UUID | None] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("knowledge_clusters.id", ondelete="SET NULL")
-    )
+    source_cluster_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
     # An uploaded SKILL.md's own front matter, written back on export (migration 0008):
     # {"extra": {top-level keys}, "metadata": {metadata keys}} minus what the hub writes itself.
     front_matter: Mapped[dict[str, Any]] = mapped_column(JSONB, nullable=False, server_default=text("'{}'"))
@@ -744,15 +717,14 @@ class EvolutionRecord(Base):
     """One crystallization or recrystallization attempt and its outcome."""
 
     __tablename__ = "evolution_records"
-    __table_args__ = (Index("ix_evolution_records_cluster", "cluster_id", "started_at"),)
+    __table_args__ = (
+        Index("ix_evolution_records_cluster", "cluster_id", "started_at"),
+        _tenant_fk("evolution_records", "cluster_id", "knowledge_clusters", "SET NULL"),
+    )
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
-    tenant_id: Mapped[uuid.UUID] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False
-    )
-    cluster_id: Mapped[uuid.UUID | None] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("knowledge_clusters.id", ondelete="SET NULL")
-    )
+    tenant_id: Mapped[uuid.UUID] = _tenant_key()
+    cluster_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
     skill_slug: Mapped[str | None] = mapped_column(Text)
     old_version: Mapped[str | None] = mapped_column(Text)
     new_version: Mapped[str | None] = mapped_column(Text)
@@ -772,15 +744,14 @@ class SkillFile(Base):
     """A file of a skill version besides its SKILL.md (`scripts/run.sh`, `reference.md`); text only."""
 
     __tablename__ = "skill_files"
-    __table_args__ = (UniqueConstraint("skill_id", "path", name="uq_skill_files_path"),)
+    __table_args__ = (
+        UniqueConstraint("skill_id", "path", "tenant_id", name="uq_skill_files_path"),
+        _tenant_fk("skill_files", "skill_id", "skills", "CASCADE"),
+    )
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
-    tenant_id: Mapped[uuid.UUID] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False
-    )
-    skill_id: Mapped[uuid.UUID] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("skills.id", ondelete="CASCADE"), nullable=False
-    )
+    tenant_id: Mapped[uuid.UUID] = _tenant_key()
+    skill_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), nullable=False)
     path: Mapped[str] = mapped_column(Text, nullable=False)
     content: Mapped[str] = mapped_column(Text, nullable=False)
     sha256: Mapped[str] = mapped_column(Text, nullable=False)

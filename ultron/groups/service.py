@@ -53,8 +53,8 @@ def _infos(session: Session, actor: Actor, names: list[str] | None) -> list[Grou
     members = (
         select(func.coalesce(func.array_agg(Agent.name).filter(Agent.name.is_not(None)), []))
         .select_from(GroupMember)
-        .join(Agent, Agent.id == GroupMember.agent_id)
-        .where(GroupMember.group_id == AgentGroup.id)
+        .join(Agent, (Agent.id == GroupMember.agent_id) & (Agent.tenant_id == GroupMember.tenant_id))
+        .where(GroupMember.group_id == AgentGroup.id, GroupMember.tenant_id == AgentGroup.tenant_id)
         .scalar_subquery()
     )
     count = (
@@ -126,7 +126,9 @@ def add_member(session: Session, actor: Actor, name: str, agent: str) -> GroupIn
     group = _group(session, actor, name)
     member = _agent(session, actor, agent)
     session.execute(
-        insert(GroupMember).values(group_id=group.id, agent_id=member.id).on_conflict_do_nothing()
+        insert(GroupMember)
+        .values(group_id=group.id, agent_id=member.id, tenant_id=actor.tenant_id)
+        .on_conflict_do_nothing()
     )
     return _infos(session, actor, [name])[0]
 
@@ -136,7 +138,11 @@ def remove_member(session: Session, actor: Actor, name: str, agent: str) -> Grou
     group = _group(session, actor, name)
     member = _agent(session, actor, agent)
     gone = session.execute(
-        delete(GroupMember).where(GroupMember.group_id == group.id, GroupMember.agent_id == member.id)
+        delete(GroupMember).where(
+            GroupMember.tenant_id == actor.tenant_id,
+            GroupMember.group_id == group.id,
+            GroupMember.agent_id == member.id,
+        )
     )
     if gone.rowcount == 0:
         raise NotFound(f"agent {agent!r} is not in group {name!r}")

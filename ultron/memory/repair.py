@@ -79,7 +79,7 @@ def review(service: Any, session: Session, actor: Actor, *, page: int = PAGE) ->
                 .order_by(MemoryContribution.created_at, MemoryContribution.id)
                 .limit(1)
             ).scalar_one_or_none()
-            original = first if first is not None else session.get(Memory, c.memory_id)
+            original = first if first is not None else session.get(Memory, (c.memory_id, actor.tenant_id))
             if original is None:
                 continue
             sim = float(c.similarity) if c.similarity is not None else 0.0

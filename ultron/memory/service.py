@@ -237,9 +237,9 @@ class MemoryService:
         return [(row.id, float(row.similarity)) for row in rows]
 
     def _fields_of(self, session: Session, memory_id: UUID) -> dict[str, str]:
-        m = session.get(Memory, memory_id)
-        assert m is not None
-        return {"content": m.content, "context": m.context, "resolution": m.resolution}
+        # memory_id comes from the tenant-scoped dedup probe; found by the key's leading column.
+        stmt = select(Memory.content, Memory.context, Memory.resolution).where(Memory.id == memory_id)
+        return dict(session.execute(stmt).one()._mapping)
 
     def _judge(self, session: Session, p: _Prepared, memory_id: UUID) -> bool:
         return bool(self.intelligence.judge_same(self._fields_of(session, memory_id), p.fields))
@@ -348,7 +348,7 @@ class MemoryService:
     def _merge(
         self, session: Session, actor: Actor, p: _Prepared, memory_id: UUID, sim: float, decision: str
     ) -> UploadResult:
-        memory = session.get(Memory, memory_id, with_for_update=True)
+        memory = session.get(Memory, (memory_id, actor.tenant_id), with_for_update=True)
         assert memory is not None
         self._log_contribution(session, actor, memory_id, p, decision, sim)
         self.record_hits(session, actor, [memory_id], "merge")
@@ -391,8 +391,10 @@ class MemoryService:
 
         Returns False (and changes nothing) when either is no longer active or the loser is pinned.
         """
-        loser = session.get(Memory, loser_id, with_for_update=True, populate_existing=True)
-        winner = session.get(Memory, winner_id, with_for_update=True, populate_existing=True)
+        loser = session.get(Memory, (loser_id, actor.tenant_id), with_for_update=True, populate_existing=True)
+        winner = session.get(
+            Memory, (winner_id, actor.tenant_id), with_for_update=True, populate_existing=True
+        )
         if loser is None or winner is None or loser.pinned or "archived" in (loser.status, winner.status):
             return False
         owner = str(loser.agent_id) if loser.scope == "private" else (loser.group_name or "")
@@ -435,9 +437,11 @@ class MemoryService:
         Only the contribution's own agent or an admin may split it out (403 otherwise); a contribution
         that created its memory cannot be split from it (422)."""
         self.get(session, actor, memory_id)  # 404 when the memory is not visible to this agent
-        memory = session.get(Memory, memory_id, with_for_update=True, populate_existing=True)
+        memory = session.get(
+            Memory, (memory_id, actor.tenant_id), with_for_update=True, populate_existing=True
+        )
         assert memory is not None
-        c = session.get(MemoryContribution, contribution_id, with_for_update=True)
+        c = session.get(MemoryContribution, (contribution_id, actor.tenant_id), with_for_update=True)
         if c is None or c.memory_id != memory_id or c.tenant_id != actor.tenant_id:
             raise NotFound(f"contribution {contribution_id} is not part of memory {memory_id}")
         if not actor.is_admin and c.agent_id != actor.agent_id:
@@ -860,7 +864,7 @@ class MemoryService:
     def _owned(self, session: Session, actor: Actor, memory_id: UUID) -> Memory:
         """The memory, locked for change, if this agent may change it (its contributor or an admin)."""
         self.get(session, actor, memory_id)
-        memory = session.get(Memory, memory_id, with_for_update=True)
+        memory = session.get(Memory, (memory_id, actor.tenant_id), with_for_update=True)
         assert memory is not None
         if not actor.is_admin and memory.agent_id != actor.agent_id:
             raise Forbidden(

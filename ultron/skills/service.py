@@ -115,7 +115,7 @@ class SkillService:
 
     def evolve_cluster(self, session: Session, tenant_id: UUID, cluster_id: UUID, trigger: str) -> str:
         """Crystallize or recrystallize one cluster; returns published, failed or reverted."""
-        cluster = session.get(KnowledgeCluster, cluster_id, with_for_update=True)
+        cluster = session.get(KnowledgeCluster, (cluster_id, tenant_id), with_for_update=True)
         if cluster is None or cluster.tenant_id != tenant_id:
             raise NotFound(f"cluster {cluster_id} not found")
         if not cluster.topic:

@@ -69,7 +69,9 @@ def segment_session(
     """(Re)segment a session; returns how many new segments it got. Unchanged segments are kept as they
     are; a segment whose messages changed is superseded and its memories archived. `messages`: the
     session's stored messages when the caller already holds them (ingest), to save reading them back."""
-    record = session.get(SessionRecord, session_id, with_for_update=True)
+    # The work queue spans tenants: its items are found by id alone (the key's leading column).
+    stmt = select(SessionRecord).where(SessionRecord.id == session_id).with_for_update()
+    record = session.execute(stmt).scalar_one_or_none()
     if record is None:
         raise NotFound(f"no session {session_id}")
     if messages is None or len(messages) != record.message_count:
@@ -114,7 +116,8 @@ def segment_session(
 
 
 def _segment(session: Session, segment_id: UUID) -> TaskSegment:
-    segment = session.get(TaskSegment, segment_id, with_for_update=True)
+    stmt = select(TaskSegment).where(TaskSegment.id == segment_id).with_for_update()  # a queue item
+    segment = session.execute(stmt).scalar_one_or_none()
     if segment is None:
         raise NotFound(f"no task segment {segment_id}")
     return segment
@@ -158,7 +161,7 @@ def extract_segment(session: Session, hub: Hub, segment_id: UUID) -> list[UUID]:
     segment = _segment(session, segment_id)
     if segment.stage != "extract":
         return _linked(session, segment_id)
-    record = session.get(SessionRecord, segment.session_id)
+    record = session.get(SessionRecord, (segment.session_id, segment.tenant_id))
     assert record is not None
     actor = Actor(record.tenant_id, record.agent_id, record.agent_name)
     messages = load_messages(session, segment.session_id, segment.start_seq, segment.end_seq)

@@ -218,7 +218,7 @@ def show_segment(session: Session, actor: Actor, segment_id: UUID) -> SegmentInf
 def reprocess_segment(session: Session, actor: Actor, segment_id: UUID) -> SegmentInfo:
     """Score (and, if good enough, extract) the segment again; extraction merges into its own memories."""
     segment = _segment(session, actor, segment_id, lock=True)
-    owner = session.get(SessionRecord, segment.session_id)
+    owner = session.get(SessionRecord, (segment.session_id, segment.tenant_id))
     require_owner(actor, owner.agent_id if owner else None, f"task segment {segment_id}")
     if segment.stage == "superseded":
         raise Conflict(f"task segment {segment_id} was superseded by a newer segmentation")

@@ -290,6 +290,11 @@ class Vault:
                 report.updated += 1
         return report
 
+    @staticmethod
+    def _taken(session: Session, memory_id: UUID) -> bool:
+        """Whether another tenant holds this id: keys are per tenant (migration 0012), ids stay unique."""
+        return session.execute(select(Memory.id).where(Memory.id == memory_id).limit(1)).first() is not None
+
     def _owner(self, session: Session, actor: Actor, front: FrontMatter) -> UUID | None:
         """Admins restore each memory to its agent (when it exists here); anyone else imports as itself."""
         if not actor.is_admin or not front.agent:
@@ -309,10 +314,10 @@ class Vault:
         fields = {"content": content, "context": front.context, "resolution": front.resolution}
         self.memory._check_sizes(fields)
         clean, tags, counts = self.memory._redact(fields, front.tags)
-        existing = session.get(Memory, front.id) if front.id is not None else None
+        existing = session.get(Memory, (front.id, actor.tenant_id)) if front.id is not None else None
+        if existing is None and front.id is not None and self._taken(session, front.id):
+            raise ValidationFailed("its id belongs to another tenant")
         if existing is not None:
-            if existing.tenant_id != actor.tenant_id:
-                raise ValidationFailed("its id belongs to another tenant")
             self.memory._owned(session, actor, existing.id)  # visible and changeable by this agent
             memory = existing
         else:

@@ -136,7 +136,7 @@ def _versions(session: Session, actor: Actor, slug: str) -> list[SkillVersion]:
 
 
 def _cluster(session: Session, actor: Actor, cluster_id: UUID | None) -> ClusterInfo | None:
-    cluster = session.get(KnowledgeCluster, cluster_id) if cluster_id is not None else None
+    cluster = session.get(KnowledgeCluster, (cluster_id, actor.tenant_id)) if cluster_id is not None else None
     if cluster is None or cluster.tenant_id != actor.tenant_id:
         return None
     return ClusterInfo(

@@ -123,7 +123,7 @@ class Consolidator:
     def _load(
         self, session: Session, tenant_id: UUID, a_id: UUID, b_id: UUID
     ) -> tuple[Memory, Memory] | None:
-        a, b = session.get(Memory, a_id), session.get(Memory, b_id)
+        a, b = session.get(Memory, (a_id, tenant_id)), session.get(Memory, (b_id, tenant_id))
         if a is None or b is None or a.tenant_id != tenant_id or b.tenant_id != tenant_id:
             return None
         if a.status != "active" or b.status != "active":
