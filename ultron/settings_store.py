@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from datetime import datetime
 from typing import Annotated, Any
 from uuid import UUID
@@ -129,9 +130,15 @@ def validate_value(name: str, value: Any) -> Any:
 class RuntimeSettings:
     """A process's view of every tenant's runtime changes over its configured `base`."""
 
-    def __init__(self, base: Settings, ttl: float = RUNTIME_SETTINGS_TTL_SECONDS):
+    def __init__(
+        self,
+        base: Settings,
+        ttl: float = RUNTIME_SETTINGS_TTL_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.base = base
         self.ttl = ttl
+        self._clock = clock
         self._lock = threading.Lock()
         self._cache: dict[UUID, tuple[float, Settings]] = {}
 
@@ -145,7 +152,7 @@ class RuntimeSettings:
 
     def for_tenant(self, session: Session, tenant_id: UUID) -> Settings:
         """The settings that apply to this tenant now (read at most once per `ttl` seconds)."""
-        now = time.monotonic()
+        now = self._clock()
         with self._lock:
             hit = self._cache.get(tenant_id)
         if hit is not None and now - hit[0] < self.ttl:

@@ -5,14 +5,14 @@ a boolean or null). Nothing existing changes; downgrade drops the table (the hub
 configuration).
 
 Revision ID: 0013_runtime_settings
-Revises: 0011_groups
+Revises: 0012_tenant_keys
 Create Date: 2026-12-01
 """
 
 from alembic import op
 
 revision = "0013_runtime_settings"
-down_revision = "0011_groups"
+down_revision = "0012_tenant_keys"
 branch_labels = None
 depends_on = None
 
@@ -25,8 +25,10 @@ def upgrade() -> None:
             name text NOT NULL,
             value jsonb,
             updated_at timestamptz NOT NULL DEFAULT now(),
-            updated_by uuid REFERENCES agents(id) ON DELETE SET NULL,
-            PRIMARY KEY (tenant_id, name)
+            updated_by uuid,
+            PRIMARY KEY (tenant_id, name),
+            CONSTRAINT runtime_settings_updated_by_fkey FOREIGN KEY (updated_by, tenant_id)
+                REFERENCES agents (id, tenant_id) ON DELETE SET NULL (updated_by)
         )
         """
     )

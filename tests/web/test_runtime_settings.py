@@ -4,8 +4,6 @@ within the cache's TTL."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select
@@ -151,14 +149,19 @@ def test_a_change_is_audited(hub, client, keys):
 
 def test_another_process_sees_a_change_within_the_ttl(hub, client, keys):
     """The worker or a second API process: its own cache, read again after `ttl` seconds."""
-    other = RuntimeSettings(hub.settings, ttl=0.5)
+    # The other process's clock, moved by the test: a slow box must not expire the cache early.
+    now = [1000.0]
+    other = RuntimeSettings(hub.settings, ttl=5, clock=lambda: now[0])
     with hub.db.session() as s:
         tenant_id = ensure_tenant(s, "default")
         assert other.for_tenant(s, tenant_id).cold_ttl_days == 30
     assert client.patch(URL, json={"values": {"cold_ttl_days": 90}}, headers=keys["admin"]).status_code == 200
     with hub.db.session() as s:
         assert other.for_tenant(s, tenant_id).cold_ttl_days == 30  # still cached
-    time.sleep(0.6)
+    now[0] += 4.9
+    with hub.db.session() as s:
+        assert other.for_tenant(s, tenant_id).cold_ttl_days == 30  # still within the ttl
+    now[0] += 0.2
     with hub.db.session() as s:
         assert other.for_tenant(s, tenant_id).cold_ttl_days == 90
         assert hub.runtime.for_tenant(s, ensure_tenant(s, "elsewhere")).cold_ttl_days == 30  # per tenant

@@ -602,6 +602,7 @@ class RuntimeSetting(Base):
     """A setting an admin changed at run time for one tenant (ultron/settings_store.py)."""
 
     __tablename__ = "runtime_settings"
+    __table_args__ = (_tenant_fk("runtime_settings", "updated_by", "agents", "SET NULL"),)
 
     tenant_id: Mapped[uuid.UUID] = mapped_column(
         UUID(as_uuid=True), ForeignKey("tenants.id", ondelete="CASCADE"), primary_key=True
@@ -609,9 +610,7 @@ class RuntimeSetting(Base):
     name: Mapped[str] = mapped_column(Text, primary_key=True)
     value: Mapped[Any] = mapped_column(JSONB, nullable=True)
     updated_at: Mapped[datetime] = _now()
-    updated_by: Mapped[uuid.UUID | None] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("agents.id", ondelete="SET NULL")
-    )
+    updated_by: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
 
 
 class MemoryRipple(Base):
