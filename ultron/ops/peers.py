@@ -4,7 +4,7 @@ Both systems run in this process through their own Python APIs, on one embedded 
 size gets two scratch databases on it, one per system):
 
 - **Ultron**: the hub's `MemoryService` as `ultron bench` drives it (redaction on, heuristic LLM: type
-  inference, L0/L1 summaries, the dedup probe under the tenant's advisory lock, cluster assignment,
+  inference, L0/L1 summaries, the dedup probe under its advisory lock, cluster assignment,
   contributions; search is the hybrid statement: vector + full text, fused, re-ranked).
 - **mem0** (`mem0ai`, the optional extra `peers`): `Memory` with its `pgvector` store on the same server
   (HNSW on, its default), `add(..., infer=False)` (no LLM: embed, lemmatize with spaCy, insert, one history
