@@ -7,8 +7,7 @@
 -- vector :v to the cluster's members: the inner product with their mean (unindexed, not normalized).
 -- Assignment re-ranks on it and decides the join on it. The score is computed after the LIMIT, for the
 -- :limit rows only: where the planner scans instead of walking the index (a small table, a tenant with
--- few clusters), a score in the inner select list would read every scanned row's `mean` (TOASTed at 256
--- dimensions and up: 3x the buffers of the bare nearest-centroid query at 1k clusters).
+-- few clusters), a score in the inner select list is evaluated for every scanned row, below the sort.
 SELECT n.id, -(n.mean <#> CAST(:v AS vector)) AS similarity
 FROM (
     SELECT c.id, c.mean
