@@ -38,6 +38,7 @@ def test_tiny_run_measures_both_systems_side_by_side(pg_server_url, tmp_path, ca
     assert main(argv) == 0
     [row] = json.loads(capsys.readouterr().out)
     assert row["size"] == 100
+    assert row["ultron_redaction"] is True and row["mem0_spacy"] is False  # the defaults on both sides
     warmup = 2
     for name in ("ultron", "mem0"):
         side = row[name]

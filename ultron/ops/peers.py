@@ -240,6 +240,7 @@ class Pair:
     ultron: Side = field(default_factory=lambda: Side("ultron"))
     peer: Side = field(default_factory=lambda: Side("mem0"))
     decisions: dict[str, int] = field(default_factory=dict)
+    mem0_spacy: bool = False
 
     def ultron_upload(self, fields: dict[str, str], record: bool) -> None:
         from ultron.memory.schemas import UploadRequest
@@ -328,15 +329,19 @@ def report_rows(pairs: list[Pair]) -> list[dict[str, Any]]:
                     if k.endswith("_ms")
                 },
                 "ultron_decisions": p.decisions,
+                "ultron_redaction": p.hub.settings.redaction_enabled,
+                "mem0_spacy": p.mem0_spacy,
             }
         )
     return rows
 
 
 def format_report(rows: list[dict[str, Any]], dimension: int, uploads: int, searches: int) -> str:
+    first = rows[0]
     lines = [
-        f"ultron bench-peers: Ultron vs mem0 (infer=False, pgvector + HNSW), one embedded Postgres, "
-        f"{dimension}-d hash embedder for both; per size {uploads} uploads and {searches} searches "
+        f"ultron bench-peers: Ultron (redaction {'on' if first['ultron_redaction'] else 'OFF'}) vs mem0 "
+        f"(infer=False, pgvector + HNSW, spaCy {'on' if first['mem0_spacy'] else 'off'}), one embedded "
+        f"Postgres, {dimension}-d hash embedder for both; per size {uploads} uploads and {searches} searches "
         f"(top {SEARCH_LIMIT}) each, interleaved (Ultron, mem0, ... alternating who goes first)",
         f"{'stored':>8} {'system':>7} {'fill/s':>8} {'upload p50':>11} {'upload p95':>11} "
         f"{'search p50':>11} {'search p95':>11}",
@@ -403,9 +408,8 @@ def run(
             hub = Hub.open(settings)
             with hub.db.session() as s:
                 actor = local_actor(s)
-            pair = Pair(
-                size, hub, actor, open_mem0(_admin_url(server, m_name), dimension, history_db, spacy_model)
-            )
+            memory = open_mem0(_admin_url(server, m_name), dimension, history_db, spacy_model)
+            pair = Pair(size, hub, actor, memory, mem0_spacy=spacy_model)
             pairs.append(pair)
             print(f"size {size}: Ultron", file=sys.stderr)
             pair.ultron.fill_rate = bulk_fill(hub, actor.tenant_id, actor.agent_id, corpus, size)
