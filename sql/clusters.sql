@@ -2,12 +2,26 @@
 
 -- name: nearest_clusters
 -- The :limit closest non-empty centroids of the tenant, through the HNSW index on
--- knowledge_clusters.centroid (refreshed only when it drifts), each with the EXACT average cosine of
--- the unit vector :v to the cluster's members: the inner product with their mean (unindexed, not
--- normalized). Assignment re-ranks on it and decides the join on it.
-SELECT c.id, -(c.mean <#> CAST(:v AS vector)) AS similarity
+-- knowledge_clusters.centroid (refreshed only when it drifts; the filters are checked during the walk,
+-- hnsw.iterative_scan on, so the index serves them), each with the EXACT average cosine of the unit
+-- vector :v to the cluster's members: the inner product with their mean (unindexed, not normalized).
+-- Assignment re-ranks on it and decides the join on it. The score is computed after the LIMIT, for the
+-- :limit rows only: where the planner scans instead of walking the index (a small table, a tenant with
+-- few clusters), a score in the inner select list is evaluated for every scanned row, below the sort.
+SELECT n.id, -(n.mean <#> CAST(:v AS vector)) AS similarity
+FROM (
+    SELECT c.id, c.mean
+    FROM knowledge_clusters c
+    WHERE c.tenant_id = :tenant_id AND c.member_count > 0 AND c.centroid IS NOT NULL AND c.mean IS NOT NULL
+    ORDER BY c.centroid <=> CAST(:v AS vector)
+    LIMIT :limit
+) n
+
+-- name: nearest_centroids_bare
+-- The baseline of `ultron bench-clusters`: pgvector's nearest-centroid query and nothing more (no tenant
+-- or emptiness filter, no exact-mean score), through the same HNSW index.
+SELECT c.id
 FROM knowledge_clusters c
-WHERE c.tenant_id = :tenant_id AND c.member_count > 0 AND c.centroid IS NOT NULL AND c.mean IS NOT NULL
 ORDER BY c.centroid <=> CAST(:v AS vector)
 LIMIT :limit
 

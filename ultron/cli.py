@@ -719,6 +719,9 @@ def build_parser() -> argparse.ArgumentParser:
     from ultron.ops.startbench import add_parser as add_start_bench_parser
 
     add_start_bench_parser(sub)
+    from ultron.ops.peers import add_parser as add_peers_bench_parser  # `ultron bench-peers`
+
+    add_peers_bench_parser(sub)
     from ultron.clusters.bench import add_parser as add_cluster_bench_parser
     from ultron.clusters.calibration_cli import add_parser as add_cluster_calibration_parser
 

@@ -22,6 +22,10 @@ def test_bench_clusters_reports_each_size_against_the_smallest(pg_server_url, ca
         assert r["joined"] >= 8 and r["started"] >= 8  # half the probes aim at a centroid, half at none
         assert 0 < r["p50_ms"] <= r["p95_ms"] and r["probe_p50_ms"] > 0 and r["exact_p50_ms"] > 0
         assert r["join_p50_ms"] > 0 and r["start_p50_ms"] > 0  # timed apart: joins and new clusters
+        # the bare nearest-centroid kNN, timed on the same vectors: the baseline at each size
+        assert 0 < r["knn_p50_ms"] <= r["knn_p95_ms"]
+        assert abs(r["probe_vs_knn"] - r["probe_p50_ms"] / r["knn_p50_ms"]) < 0.01 * r["probe_vs_knn"] + 1e-3
+        assert abs(r["assign_vs_knn"] - r["p50_ms"] / r["knn_p50_ms"]) < 0.01 * r["assign_vs_knn"] + 1e-3
         join_ratio = r["join_p50_ms"] / base["join_p50_ms"]
         assert abs(r["join_p50_ratio"] - join_ratio) < 0.01 * join_ratio + 1e-3
         # every join updates its cluster's row; with 50 members a join at cosine 0.9 leaves the indexed
@@ -42,3 +46,5 @@ def test_bench_clusters_text_report(pg_server_url, capsys):  # type: ignore[no-u
     assert "assignment at 40 clusters / at 20: p50 " in out and "the HNSW probe alone: p50 " in out
     assert "(joins " in out and "new clusters " in out
     assert "an exact scan over every cluster's mean" in out and "upd/HOT" in out
+    assert "/ the bare pgvector kNN (ORDER BY centroid <=> v LIMIT 4)" in out and "target <= 1.2x" in out
+    assert "20: p50 " in out and "40: p50 " in out  # the ratio at each size

@@ -273,3 +273,38 @@ def test_private_and_group_memories_never_feed_a_cluster(hub):  # type: ignore[n
         cluster_ids = s.scalars(select(KnowledgeCluster.id).where(KnowledgeCluster.tenant_id == tenant)).all()
         for cid in cluster_ids:
             assert hub.clusters.get_cluster_memories(s, tenant, cid, 20) == []
+
+
+def test_the_probe_walks_the_index_past_other_tenants_closer_clusters(chub):  # type: ignore[no-untyped-def]
+    """The assignment's probe keeps its tenant filter inside the HNSW walk (iterative scan): another
+    tenant's 300 clusters, all closer to the vector than this tenant's one, do not hide it, even when the
+    probe is made to walk the index (a plain walk stops at ef_search = 100 candidates, all foreign)."""
+    from ultron.db.models import Tenant
+
+    dim = chub.embedder.dimension
+    rng = np.random.default_rng(3)
+    with chub.db.session() as s:
+        tenant = _tenant(s)
+        _, ours = _join(chub, s, tenant, _basis(dim, 0))
+        other = Tenant(name="other-tenant")
+        s.add(other)
+        s.flush()
+        for _ in range(300):  # cosine ~0.999 to the probe below, which is at 0.9 from this tenant's e0
+            u = unit(_at_cos(dim, 0.9) + 0.03 * unit(rng.standard_normal(dim))).astype(np.float32)
+            s.add(KnowledgeCluster(tenant_id=other.id, centroid=u, mean=u, centroid_norm=1.0, member_count=1))
+        s.flush()
+        s.execute(text("ANALYZE knowledge_clusters"))
+        # No plan but the HNSW walk (a sequential scan or the tenant b-tree would need a sort).
+        s.execute(text("SET LOCAL enable_sort = off"))
+        plan = "\n".join(
+            s.execute(
+                text(
+                    "EXPLAIN " + "SELECT c.id FROM knowledge_clusters c WHERE c.tenant_id = :t "
+                    "ORDER BY c.centroid <=> CAST(:v AS vector) LIMIT 4"
+                ),
+                {"t": tenant, "v": _at_cos(dim, 0.9).astype(np.float32)},
+            ).scalars()
+        )
+        assert "ix_knowledge_clusters_centroid_hnsw" in plan
+        _, joined = _join(chub, s, tenant, _at_cos(dim, 0.9))
+        assert joined == ours
