@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session
 from ultron.config import Settings
 from ultron.db.models import ActivityEvent, Agent, Memory, MemoryContribution
 from ultron.db.queries import q
-from ultron.errors import Forbidden, NotFound, ValidationFailed
+from ultron.errors import Forbidden, NotFound, UltronError, ValidationFailed
 from ultron.memory import document, fulltext
 from ultron.memory.hits import HitBuffer, SearchUse
 from ultron.memory.relevance import calibrated_relevance, dense_z
@@ -39,7 +39,7 @@ from ultron.memory.schemas import (
 )
 from ultron.memory.text import MEMORY_TYPES, embedding_text
 from ultron.memory.timeq import query_time_range
-from ultron.ops.metrics import counts_search, counts_upload
+from ultron.ops.metrics import counts_search, counts_upload, record_upload
 from ultron.providers.base import Embedder
 from ultron.providers.heuristic import agree, conflicts
 from ultron.tenancy import Actor
@@ -94,7 +94,7 @@ class _Prepared:
     tags: list[str]
     redacted: dict[str, int]
     memory_type: str
-    embedding: np.ndarray
+    embedding: Any  # np.ndarray; None until a batch embeds it
     summary_l0: str
     overview_l1: str
     content_hash: str
@@ -187,7 +187,8 @@ class MemoryService:
         vector = self.embedder.embed([embedding_text(**fields)], kind="document")[0]
         return np.asarray(vector, dtype=np.float32)
 
-    def _prepare(self, req: UploadRequest, actor: Actor) -> _Prepared:
+    def _prepare(self, req: UploadRequest, actor: Actor, *, embed: bool = True) -> _Prepared:
+        """Check, redact, type and summarize; embed too unless the caller embeds many at once."""
         fields = {"content": req.content, "context": req.context, "resolution": req.resolution}
         self._check_sizes(fields)
         # Refuse bad input before any model call.
@@ -207,7 +208,7 @@ class MemoryService:
             tags=tags[: self.settings.max_tags],
             redacted=redacted,
             memory_type=memory_type,
-            embedding=self._embed_one(fields),
+            embedding=self._embed_one(fields) if embed else None,
             summary_l0=l0,
             overview_l1=l1,
             content_hash=content_hash(**fields),
@@ -249,6 +250,56 @@ class MemoryService:
         before opening the write transaction and pass the result to `upload(..., prepared=)`."""
         return self._prepare(req, actor)
 
+    def prepare_batch(self, reqs: Sequence[UploadRequest | UltronError], actor: Actor) -> list[Any]:
+        """`prepare` for many uploads: the NER model runs over all their texts in a few batched passes and
+        the embedder gets one call; an item that fails its checks becomes its error (it is refused, the
+        others go on). A provider failure fails the whole batch, before anything is written."""
+        if self.redactor is not None and hasattr(self.redactor, "warm"):
+            by_scope: dict[str, list[str]] = {}
+            for r in reqs:
+                if isinstance(r, UploadRequest):
+                    by_scope.setdefault(r.scope, []).extend([r.content, r.context, r.resolution, *r.tags])
+            for scope, texts in by_scope.items():
+                self.redactor.warm(texts, self.scope_policy(actor.tenant_id, scope))
+        out: list[Any] = []
+        for r in reqs:
+            if not isinstance(r, UploadRequest):
+                out.append(r)
+                continue
+            try:
+                out.append(self._prepare(r, actor, embed=False))
+            except ValidationFailed as exc:
+                out.append(exc)
+        todo = [p for p in out if isinstance(p, _Prepared)]
+        vectors = self.embedder.embed([embedding_text(**p.fields) for p in todo], kind="document")
+        for p, vector in zip(todo, vectors, strict=True):
+            p.embedding = np.asarray(vector, dtype=np.float32)
+        return out
+
+    def upload_batch(
+        self, session: Session, actor: Actor, reqs: Sequence[Any], prepared: Sequence[Any]
+    ) -> list[UploadResult | UltronError]:
+        """Store prepared uploads in order, in the caller's one transaction, each decided exactly as a
+        single upload would be after the ones before it. The dedup locks of every (type, scope, owner) the
+        batch touches are taken up front in key order, so two batches never wait on each other in a
+        cycle; with a chat-model judge, its calls happen before the locks, as a single upload's do."""
+        items = [
+            (i, r, p) for i, (r, p) in enumerate(zip(reqs, prepared, strict=True)) if isinstance(p, _Prepared)
+        ]
+        judged = {i: self._prejudge(session, actor, p) for i, _, p in items}
+        for key in sorted({self._dedup_key(actor, p) for _, _, p in items}):
+            session.execute(
+                text("SELECT pg_advisory_xact_lock(:ns, :key)"), {"ns": DEDUP_LOCK_NAMESPACE, "key": key}
+            )
+        results: list[UploadResult | UltronError] = list(prepared)
+        for i, req, p in items:
+            result = self._decide(session, actor, p, judged[i])
+            if self.companion is not None:
+                result = self.companion.after_upload(session, actor, req, result)
+            record_upload(result.decision)
+            results[i] = result
+        return results
+
     @counts_upload
     def upload(
         self, session: Session, actor: Actor, req: UploadRequest, *, prepared: _Prepared | None = None
@@ -285,19 +336,32 @@ class MemoryService:
         self, session: Session, actor: Actor, req: UploadRequest, prepared: _Prepared | None = None
     ) -> UploadResult:
         p = prepared if prepared is not None else self._prepare(req, actor)
+        judged = self._prejudge(session, actor, p)
+        session.execute(
+            text("SELECT pg_advisory_xact_lock(:ns, :key)"),
+            {"ns": DEDUP_LOCK_NAMESPACE, "key": self._dedup_key(actor, p)},
+        )
+        return self._decide(session, actor, p, judged)
+
+    def _dedup_key(self, actor: Actor, p: _Prepared) -> int:
+        """The advisory lock an upload's dedup holds: one per (tenant, type, scope, owner), never per agent
+        for shared memories, so agents uploading different kinds of memories never wait on each other."""
+        owner = str(actor.agent_id) if p.scope == "private" else (p.group or "")
+        return _lock_key(actor, p.memory_type, p.scope, owner)
+
+    def _prejudge(self, session: Session, actor: Actor, p: _Prepared) -> dict[UUID, bool]:
+        """A chat model judges the soft band: ask it before taking the lock, so the lock is never held
+        across a network call; the neighbours are re-checked under the lock. The offline judge is a local
+        heuristic, so offline the one probe under the lock is all an upload needs."""
         judged: dict[UUID, bool] = {}
         if getattr(self.intelligence, "llm_available", False):
-            # A chat model judges the soft band: ask it before taking the lock, so the lock is never held
-            # across a network call; the neighbours are re-checked under the lock below. The offline judge
-            # is a local heuristic, so offline the one probe under the lock is all an upload needs.
             for memory_id, sim in self._nearest(session, actor, p)[:1]:
                 if sim >= self.soft_threshold and not self._automatic(session, p, memory_id, sim):
                     judged[memory_id] = self._judge(session, p, memory_id)
-        owner = str(actor.agent_id) if p.scope == "private" else (p.group or "")
-        session.execute(
-            text("SELECT pg_advisory_xact_lock(:ns, :key)"),
-            {"ns": DEDUP_LOCK_NAMESPACE, "key": _lock_key(actor, p.memory_type, p.scope, owner)},
-        )
+        return judged
+
+    def _decide(self, session: Session, actor: Actor, p: _Prepared, judged: dict[UUID, bool]) -> UploadResult:
+        """Under the dedup lock: merge into the nearest same-type memory, or create a new one."""
         nearest = self._nearest(session, actor, p)
         if nearest:
             memory_id, sim = nearest[0]
