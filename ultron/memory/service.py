@@ -13,10 +13,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
-from uuid import UUID
+from uuid import UUID, uuid4
 
 import numpy as np
-from sqlalchemy import BigInteger, cast, delete, func, select, text, true
+from sqlalchemy import BigInteger, cast, delete, func, insert, select, text, true
 from sqlalchemy.orm import Session
 
 from ultron.config import Settings
@@ -50,6 +50,8 @@ log = logging.getLogger(__name__)
 DEDUP_LOCK_NAMESPACE = 0x554C0001
 # How many neighbours the dedup lookup considers.
 DEDUP_NEIGHBOURS = 3
+# A batch item this close below SOFT still takes the single upload's exact path (float32 rounding).
+SIM_MARGIN = 1e-4
 HIT_WEIGHTS = {"search": 1, "details": 2, "merge": 1}
 TEXT_FIELDS = ("content", "context", "resolution")
 
@@ -280,9 +282,15 @@ class MemoryService:
         self, session: Session, actor: Actor, reqs: Sequence[Any], prepared: Sequence[Any]
     ) -> list[UploadResult | UltronError]:
         """Store prepared uploads in order, in the caller's one transaction, each decided exactly as a
-        single upload would be after the ones before it. The dedup locks of every (type, scope, owner) the
-        batch touches are taken up front in key order, so two batches never wait on each other in a
-        cycle; with a chat-model judge, its calls happen before the locks, as a single upload's do."""
+        single upload would be after the ones before it.
+
+        The dedup locks of every (type, scope, owner) the batch touches are taken up front in key order,
+        so two batches never wait on each other in a cycle; with a chat-model judge, its calls happen
+        before the locks, as a single upload's do. Each item is probed as a single upload is; the batch's
+        earlier new items, not yet inserted, are compared by exact cosine (same key). An item that merges
+        into a stored memory merges at once; new items are inserted together (one INSERT for their rows,
+        one for their contributions, one for their activity); an item whose nearest could be an earlier
+        item of the batch first inserts those, then takes the single upload's own path."""
         items = [
             (i, r, p) for i, (r, p) in enumerate(zip(reqs, prepared, strict=True)) if isinstance(p, _Prepared)
         ]
@@ -292,13 +300,122 @@ class MemoryService:
                 text("SELECT pg_advisory_xact_lock(:ns, :key)"), {"ns": DEDUP_LOCK_NAMESPACE, "key": key}
             )
         results: list[UploadResult | UltronError] = list(prepared)
+        pending: list[tuple[int, Any, _Prepared]] = []
         for i, req, p in items:
-            result = self._decide(session, actor, p, judged[i])
-            if self.companion is not None:
-                result = self.companion.after_upload(session, actor, req, result)
-            record_upload(result.decision)
-            results[i] = result
+            stored, near_pending = self._batch_nearest(session, actor, p, pending)
+            if near_pending:  # the decision needs an earlier item of the batch in the database
+                self._create_many(session, actor, pending, results)
+                pending = []
+                results[i] = self._finish(session, actor, req, self._decide(session, actor, p, judged[i]))
+                continue
+            merged = self._merge_into(session, actor, p, judged[i], *stored) if stored else None
+            if merged is None:
+                pending.append((i, req, p))
+            else:
+                results[i] = self._finish(session, actor, req, merged)
+        self._create_many(session, actor, pending, results)
         return results
+
+    def _finish(self, session: Session, actor: Actor, req: Any, result: UploadResult) -> UploadResult:
+        if self.companion is not None:
+            result = self.companion.after_upload(session, actor, req, result)
+        record_upload(result.decision)
+        return result
+
+    def _batch_nearest(
+        self, session: Session, actor: Actor, p: _Prepared, pending: list[tuple[int, Any, _Prepared]]
+    ) -> tuple[tuple[UUID, float] | None, bool]:
+        """What the dedup probe of a single upload of `p`, made after the batch's earlier items, would put
+        first: (the stored memory at the top of the probe, if it is at SOFT or above, and False) or (None,
+        True) when an earlier item not yet inserted could be first (same key, equal content hash or cosine
+        at SOFT, as close as the stored one). The margin sends float-rounding ties to the exact path."""
+        nearest = self._nearest(session, actor, p)
+        best = nearest[0] if nearest and nearest[0][1] >= self.soft_threshold - SIM_MARGIN else None
+        key = self._dedup_key(actor, p)
+        same = [q for _, _, q in pending if self._dedup_key(actor, q) == key]
+        if same:
+            if any(q.content_hash == p.content_hash for q in same):
+                return None, True
+            top = float(
+                (np.stack([q.embedding for q in same]) @ np.asarray(p.embedding, dtype=np.float32)).max()
+            )
+            if top >= self.soft_threshold - SIM_MARGIN and (best is None or top >= best[1] - SIM_MARGIN):
+                return None, True
+        return best, False
+
+    def _create_many(
+        self,
+        session: Session,
+        actor: Actor,
+        pending: list[tuple[int, Any, _Prepared]],
+        results: list[UploadResult | UltronError],
+    ) -> None:
+        """`_create` for many new memories: one INSERT each for their rows, contributions and activity;
+        cluster assignment and the companion's hook per memory, in order, as single uploads run them."""
+        if not pending:
+            return
+        ids = [uuid4() for _ in pending]
+        rows = [
+            {
+                "id": memory_id,
+                "tenant_id": actor.tenant_id,
+                "agent_id": actor.agent_id,
+                "memory_type": p.memory_type,
+                **p.fields,
+                "tags": p.tags,
+                "summary_l0": p.summary_l0,
+                "overview_l1": p.overview_l1,
+                "embedding": p.embedding,
+                "content_hash": p.content_hash,
+                "search_tsv": document.tsvector(*p.fields.values(), *p.tags),
+                "scope": p.scope,
+                "group_name": p.group,
+                "redacted_entities": p.redacted,
+                "thread": p.thread,
+                "position": p.position,
+                "occurred_at": p.occurred_at,
+            }
+            for memory_id, (_, _, p) in zip(ids, pending, strict=True)
+        ]
+        session.execute(insert(Memory).values(rows))
+        session.execute(
+            insert(MemoryContribution).values(
+                [
+                    {
+                        "tenant_id": actor.tenant_id,
+                        "memory_id": memory_id,
+                        "agent_id": actor.agent_id,
+                        "decision": "created",
+                        "similarity": None,
+                        "tags": p.tags,
+                        **p.fields,
+                    }
+                    for memory_id, (_, _, p) in zip(ids, pending, strict=True)
+                ]
+            )
+        )
+        session.execute(
+            insert(ActivityEvent).values(
+                [
+                    {
+                        "tenant_id": actor.tenant_id,
+                        "agent_id": actor.agent_id,
+                        "kind": "upload",
+                        "memory_id": memory_id,
+                        "detail": {"memory_type": p.memory_type},
+                    }
+                    for memory_id, (_, _, p) in zip(ids, pending, strict=True)
+                ]
+            )
+        )
+        loaded = {m.id: m for m in session.execute(select(Memory).where(Memory.id.in_(ids))).scalars()}
+        for memory_id, (i, req, p) in zip(ids, pending, strict=True):
+            if self.clusters is not None and p.scope == "shared":
+                self.clusters.assign(session, actor.tenant_id, memory_id, p.embedding)
+            record = to_record(loaded[memory_id], actor.agent_name, 1)
+            results[i] = self._finish(session, actor, req, UploadResult(record=record, decision="created"))
+        if self.term_stats is not None:
+            self.term_stats.changed(actor.tenant_id)
 
     @counts_upload
     def upload(
@@ -363,15 +480,27 @@ class MemoryService:
     def _decide(self, session: Session, actor: Actor, p: _Prepared, judged: dict[UUID, bool]) -> UploadResult:
         """Under the dedup lock: merge into the nearest same-type memory, or create a new one."""
         nearest = self._nearest(session, actor, p)
-        if nearest:
-            memory_id, sim = nearest[0]
-            if self._automatic(session, p, memory_id, sim):
-                return self._merge(session, actor, p, memory_id, sim, "merged")
-            if sim >= self.soft_threshold:
-                same = judged[memory_id] if memory_id in judged else self._judge(session, p, memory_id)
-                if same:
-                    return self._merge(session, actor, p, memory_id, sim, "merged_judge")
-        return self._create(session, actor, p)
+        merged = self._merge_into(session, actor, p, judged, *nearest[0]) if nearest else None
+        return merged if merged is not None else self._create(session, actor, p)
+
+    def _merge_into(
+        self,
+        session: Session,
+        actor: Actor,
+        p: _Prepared,
+        judged: dict[UUID, bool],
+        memory_id: UUID,
+        sim: float,
+    ) -> UploadResult | None:
+        """Merge into the nearest memory if it is the same lesson (automatically, or by the judge in the
+        soft band); None when the upload is a memory of its own."""
+        if self._automatic(session, p, memory_id, sim):
+            return self._merge(session, actor, p, memory_id, sim, "merged")
+        if sim >= self.soft_threshold:
+            same = judged[memory_id] if memory_id in judged else self._judge(session, p, memory_id)
+            if same:
+                return self._merge(session, actor, p, memory_id, sim, "merged_judge")
+        return None
 
     def _create(self, session: Session, actor: Actor, p: _Prepared) -> UploadResult:
         memory = self._new_memory(session, actor.tenant_id, actor.agent_id, p)
