@@ -719,6 +719,9 @@ def build_parser() -> argparse.ArgumentParser:
     from ultron.memory.batchbench import add_parser as add_batch_bench_parser
 
     add_batch_bench_parser(sub)
+    from ultron.ops.concurrencybench import add_parser as add_concurrency_bench_parser
+
+    add_concurrency_bench_parser(sub)
     from ultron.ops.startbench import add_parser as add_start_bench_parser
 
     add_start_bench_parser(sub)
