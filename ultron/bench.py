@@ -212,6 +212,8 @@ class Probe:
             self.hub.redactor.redact_fields(fields)
             self.redact_ms.append((time.perf_counter() - start) * 1000.0)
             self.redact_bytes += sum(len(v.encode()) for v in fields.values())
+            # The redactor caches findings per text: forget these, so the upload pays its own redaction.
+            getattr(self.hub.redactor, "_cache", {}).clear()
         start = time.perf_counter()
         with self.hub.db.session() as s:
             decision = self.hub.memory.upload(s, self.actor, req).decision

@@ -716,6 +716,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dimension", type=int, default=256, help="hash embedding dimension")
     p.set_defaults(func=cmd_bench)
 
+    from ultron.memory.batchbench import add_parser as add_batch_bench_parser
+
+    add_batch_bench_parser(sub)
+    from ultron.ops.concurrencybench import add_parser as add_concurrency_bench_parser
+
+    add_concurrency_bench_parser(sub)
     from ultron.ops.startbench import add_parser as add_start_bench_parser
 
     add_start_bench_parser(sub)

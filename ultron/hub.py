@@ -51,7 +51,10 @@ def build_embedder(settings: Settings) -> Embedder:
         embedder = BoundedEmbedder(
             embedder, provider, settings.provider_deadline_seconds, settings.provider_cooldown_seconds
         )
-    return InstrumentedEmbedder(embedder, provider)  # type: ignore[return-value]
+    from ultron.providers.cache import CachedEmbedder
+
+    # The cache in front: the provider metrics count the calls that reach the model.
+    return CachedEmbedder(InstrumentedEmbedder(embedder, provider))  # type: ignore[return-value]
 
 
 def build_intelligence(settings: Settings) -> Any:

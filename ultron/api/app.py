@@ -33,6 +33,8 @@ from ultron.memory.schemas import (
     SearchResult,
     SplitResult,
     Tier,
+    UploadBatchRequest,
+    UploadBatchResult,
     UploadRequest,
     UploadResult,
 )
@@ -207,6 +209,28 @@ def upload_memory(request: Request, body: UploadRequest, response: Response) -> 
     )
     response.status_code = 201 if result.decision == "created" else 200
     return result
+
+
+@memories.post("/upload-batch", response_model=UploadBatchResult)
+def upload_memories_batch(request: Request, body: UploadBatchRequest) -> UploadBatchResult:
+    """Up to 500 uploads in one call, each checked, redacted, typed and de-duplicated exactly as a single
+    upload is (an item that repeats an earlier one of the batch merges into it). Results come in the
+    batch's order; an item that fails its checks is refused with the reason and the others are stored."""
+    from ultron.memory.batch import check_items, summarize
+
+    hub = request.app.state.hub
+    memory = hub.memory
+    reqs = check_items(body.items)
+
+    def prepare(actor: Actor) -> Any:
+        with hub.db.session() as session:  # the tenant's redaction policy, in a short read of its own
+            memory.load_tenant_policy(session, actor.tenant_id)
+        return memory.prepare_batch(reqs, actor)
+
+    results = call_prepared(
+        request, prepare, lambda s, a, prepared: memory.upload_batch(s, a, reqs, prepared)
+    )
+    return summarize(results)
 
 
 @memories.post("/search", response_model=SearchResponse)

@@ -13,6 +13,7 @@ words, which credit a memory holding them side by side (a phrase). The ranking i
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import threading
@@ -75,11 +76,17 @@ def _stemmer():  # type: ignore[no-untyped-def]
     return stemmer
 
 
+@functools.lru_cache(maxsize=65536)
+def _stem(word: str) -> str:
+    """Stems of recent words: a Zipfian vocabulary repeats, and Snowball is most of indexing an upload."""
+    return str(_stemmer().stemWord(word))
+
+
 def normalize(token: str) -> str:
     """A plain English word becomes its stem; anything else (identifiers, numbers, CJK) stays as written."""
     token = token.strip(".-")
     if len(token) > 2 and _ALPHA.match(token):
-        return str(_stemmer().stemWord(token))
+        return _stem(token)
     return token
 
 

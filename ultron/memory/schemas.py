@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -193,6 +193,42 @@ class UploadResult(BaseModel):
     decision: Literal["created", "merged", "merged_judge"]
     similarity: float | None = Field(None, description="Cosine to the memory it merged into")
     merged_text: bool = Field(False, description="Whether the merge changed the stored text")
+
+
+MAX_BATCH_ITEMS = 500
+
+
+class UploadBatchRequest(BaseModel):
+    """Many uploads in one call. Each item is checked as a single upload is; a bad item is refused on its
+    own (its result says why) and the others are stored."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    items: list[dict[str, Any]] = Field(
+        ...,
+        min_length=1,
+        max_length=MAX_BATCH_ITEMS,
+        description=f"Up to {MAX_BATCH_ITEMS} uploads, each with the fields of POST /memories/upload",
+    )
+
+
+class BatchItemResult(BaseModel):
+    """What became of one item of a batch, in the batch's order."""
+
+    index: int = Field(..., description="Position of the item in the batch")
+    decision: Literal["created", "merged", "merged_judge", "refused"]
+    memory_id: UUID | None = Field(None, description="The memory it created or merged into")
+    memory_type: MemoryType | None = None
+    similarity: float | None = Field(None, description="Cosine to the memory it merged into")
+    merged_text: bool = Field(False, description="Whether the merge changed the stored text")
+    reason: str | None = Field(None, description="Why the item was refused")
+
+
+class UploadBatchResult(BaseModel):
+    created: int
+    merged: int
+    refused: int
+    results: list[BatchItemResult]
 
 
 class MemoryStats(BaseModel):

@@ -13,16 +13,16 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
-from uuid import UUID
+from uuid import UUID, uuid4
 
 import numpy as np
-from sqlalchemy import BigInteger, cast, delete, func, select, text, true
+from sqlalchemy import BigInteger, cast, delete, func, insert, select, text, true
 from sqlalchemy.orm import Session
 
 from ultron.config import Settings
 from ultron.db.models import ActivityEvent, Agent, Memory, MemoryContribution
 from ultron.db.queries import q
-from ultron.errors import Forbidden, NotFound, ValidationFailed
+from ultron.errors import Forbidden, NotFound, UltronError, ValidationFailed
 from ultron.memory import document, fulltext
 from ultron.memory.hits import HitBuffer, SearchUse
 from ultron.memory.relevance import calibrated_relevance, dense_z
@@ -39,7 +39,7 @@ from ultron.memory.schemas import (
 )
 from ultron.memory.text import MEMORY_TYPES, embedding_text
 from ultron.memory.timeq import query_time_range
-from ultron.ops.metrics import counts_search, counts_upload
+from ultron.ops.metrics import counts_search, counts_upload, record_upload
 from ultron.providers.base import Embedder
 from ultron.providers.heuristic import agree, conflicts
 from ultron.tenancy import Actor
@@ -50,6 +50,8 @@ log = logging.getLogger(__name__)
 DEDUP_LOCK_NAMESPACE = 0x554C0001
 # How many neighbours the dedup lookup considers.
 DEDUP_NEIGHBOURS = 3
+# A batch item this close below SOFT still takes the single upload's exact path (float32 rounding).
+SIM_MARGIN = 1e-4
 HIT_WEIGHTS = {"search": 1, "details": 2, "merge": 1}
 TEXT_FIELDS = ("content", "context", "resolution")
 
@@ -94,7 +96,7 @@ class _Prepared:
     tags: list[str]
     redacted: dict[str, int]
     memory_type: str
-    embedding: np.ndarray
+    embedding: Any  # np.ndarray; None until a batch embeds it
     summary_l0: str
     overview_l1: str
     content_hash: str
@@ -189,7 +191,8 @@ class MemoryService:
         vector = self.embedder.embed([embedding_text(**fields)], kind="document")[0]
         return np.asarray(vector, dtype=np.float32)
 
-    def _prepare(self, req: UploadRequest, actor: Actor) -> _Prepared:
+    def _prepare(self, req: UploadRequest, actor: Actor, *, embed: bool = True) -> _Prepared:
+        """Check, redact, type and summarize; embed too unless the caller embeds many at once."""
         fields = {"content": req.content, "context": req.context, "resolution": req.resolution}
         self._check_sizes(fields)
         # Refuse bad input before any model call.
@@ -209,7 +212,7 @@ class MemoryService:
             tags=tags[: self.settings.max_tags],
             redacted=redacted,
             memory_type=memory_type,
-            embedding=self._embed_one(fields),
+            embedding=self._embed_one(fields) if embed else None,
             summary_l0=l0,
             overview_l1=l1,
             content_hash=content_hash(**fields),
@@ -251,6 +254,171 @@ class MemoryService:
         before opening the write transaction and pass the result to `upload(..., prepared=)`."""
         return self._prepare(req, actor)
 
+    def prepare_batch(self, reqs: Sequence[UploadRequest | UltronError], actor: Actor) -> list[Any]:
+        """`prepare` for many uploads: the NER model runs over all their texts in a few batched passes and
+        the embedder gets one call; an item that fails its checks becomes its error (it is refused, the
+        others go on). A provider failure fails the whole batch, before anything is written."""
+        if self.redactor is not None and hasattr(self.redactor, "warm"):
+            by_scope: dict[str, list[str]] = {}
+            for r in reqs:
+                if isinstance(r, UploadRequest):
+                    by_scope.setdefault(r.scope, []).extend([r.content, r.context, r.resolution, *r.tags])
+            for scope, texts in by_scope.items():
+                self.redactor.warm(texts, self.scope_policy(actor.tenant_id, scope))
+        out: list[Any] = []
+        for r in reqs:
+            if not isinstance(r, UploadRequest):
+                out.append(r)
+                continue
+            try:
+                out.append(self._prepare(r, actor, embed=False))
+            except ValidationFailed as exc:
+                out.append(exc)
+        todo = [p for p in out if isinstance(p, _Prepared)]
+        vectors = self.embedder.embed([embedding_text(**p.fields) for p in todo], kind="document")
+        for p, vector in zip(todo, vectors, strict=True):
+            p.embedding = np.asarray(vector, dtype=np.float32)
+        return out
+
+    def upload_batch(
+        self, session: Session, actor: Actor, reqs: Sequence[Any], prepared: Sequence[Any]
+    ) -> list[UploadResult | UltronError]:
+        """Store prepared uploads in order, in the caller's one transaction, each decided exactly as a
+        single upload would be after the ones before it.
+
+        The dedup locks of every (type, scope, owner) the batch touches are taken up front in key order,
+        so two batches never wait on each other in a cycle; with a chat-model judge, its calls happen
+        before the locks, as a single upload's do. Each item is probed as a single upload is; the batch's
+        earlier new items, not yet inserted, are compared by exact cosine (same key). An item that merges
+        into a stored memory merges at once; new items are inserted together (one INSERT for their rows,
+        one for their contributions, one for their activity); an item whose nearest could be an earlier
+        item of the batch first inserts those, then takes the single upload's own path."""
+        items = [
+            (i, r, p) for i, (r, p) in enumerate(zip(reqs, prepared, strict=True)) if isinstance(p, _Prepared)
+        ]
+        judged = {i: self._prejudge(session, actor, p) for i, _, p in items}
+        for key in sorted({self._dedup_key(actor, p) for _, _, p in items}):
+            session.execute(
+                text("SELECT pg_advisory_xact_lock(:ns, :key)"), {"ns": DEDUP_LOCK_NAMESPACE, "key": key}
+            )
+        results: list[UploadResult | UltronError] = list(prepared)
+        pending: list[tuple[int, Any, _Prepared]] = []
+        for i, req, p in items:
+            stored, near_pending = self._batch_nearest(session, actor, p, pending)
+            if near_pending:  # the decision needs an earlier item of the batch in the database
+                self._create_many(session, actor, pending, results)
+                pending = []
+                results[i] = self._finish(session, actor, req, self._decide(session, actor, p, judged[i]))
+                continue
+            merged = self._merge_into(session, actor, p, judged[i], *stored) if stored else None
+            if merged is None:
+                pending.append((i, req, p))
+            else:
+                results[i] = self._finish(session, actor, req, merged)
+        self._create_many(session, actor, pending, results)
+        return results
+
+    def _finish(self, session: Session, actor: Actor, req: Any, result: UploadResult) -> UploadResult:
+        if self.companion is not None:
+            result = self.companion.after_upload(session, actor, req, result)
+        record_upload(result.decision)
+        return result
+
+    def _batch_nearest(
+        self, session: Session, actor: Actor, p: _Prepared, pending: list[tuple[int, Any, _Prepared]]
+    ) -> tuple[tuple[UUID, float] | None, bool]:
+        """What the dedup probe of a single upload of `p`, made after the batch's earlier items, would put
+        first: (the stored memory at the top of the probe, if it is at SOFT or above, and False) or (None,
+        True) when an earlier item not yet inserted could be first (same key, equal content hash or cosine
+        at SOFT, as close as the stored one). The margin sends float-rounding ties to the exact path."""
+        nearest = self._nearest(session, actor, p)
+        best = nearest[0] if nearest and nearest[0][1] >= self.soft_threshold - SIM_MARGIN else None
+        key = self._dedup_key(actor, p)
+        same = [q for _, _, q in pending if self._dedup_key(actor, q) == key]
+        if same:
+            if any(q.content_hash == p.content_hash for q in same):
+                return None, True
+            top = float(
+                (np.stack([q.embedding for q in same]) @ np.asarray(p.embedding, dtype=np.float32)).max()
+            )
+            if top >= self.soft_threshold - SIM_MARGIN and (best is None or top >= best[1] - SIM_MARGIN):
+                return None, True
+        return best, False
+
+    def _create_many(
+        self,
+        session: Session,
+        actor: Actor,
+        pending: list[tuple[int, Any, _Prepared]],
+        results: list[UploadResult | UltronError],
+    ) -> None:
+        """`_create` for many new memories: one INSERT each for their rows, contributions and activity;
+        cluster assignment and the companion's hook per memory, in order, as single uploads run them."""
+        if not pending:
+            return
+        ids = [uuid4() for _ in pending]
+        rows = [
+            {
+                "id": memory_id,
+                "tenant_id": actor.tenant_id,
+                "agent_id": actor.agent_id,
+                "memory_type": p.memory_type,
+                **p.fields,
+                "tags": p.tags,
+                "summary_l0": p.summary_l0,
+                "overview_l1": p.overview_l1,
+                "embedding": p.embedding,
+                "content_hash": p.content_hash,
+                "search_tsv": document.tsvector(*p.fields.values(), *p.tags),
+                "scope": p.scope,
+                "group_name": p.group,
+                "redacted_entities": p.redacted,
+                "thread": p.thread,
+                "position": p.position,
+                "occurred_at": p.occurred_at,
+            }
+            for memory_id, (_, _, p) in zip(ids, pending, strict=True)
+        ]
+        session.execute(insert(Memory).values(rows))
+        session.execute(
+            insert(MemoryContribution).values(
+                [
+                    {
+                        "tenant_id": actor.tenant_id,
+                        "memory_id": memory_id,
+                        "agent_id": actor.agent_id,
+                        "decision": "created",
+                        "similarity": None,
+                        "tags": p.tags,
+                        **p.fields,
+                    }
+                    for memory_id, (_, _, p) in zip(ids, pending, strict=True)
+                ]
+            )
+        )
+        session.execute(
+            insert(ActivityEvent).values(
+                [
+                    {
+                        "tenant_id": actor.tenant_id,
+                        "agent_id": actor.agent_id,
+                        "kind": "upload",
+                        "memory_id": memory_id,
+                        "detail": {"memory_type": p.memory_type},
+                    }
+                    for memory_id, (_, _, p) in zip(ids, pending, strict=True)
+                ]
+            )
+        )
+        loaded = {m.id: m for m in session.execute(select(Memory).where(Memory.id.in_(ids))).scalars()}
+        for memory_id, (i, req, p) in zip(ids, pending, strict=True):
+            if self.clusters is not None and p.scope == "shared":
+                self.clusters.assign(session, actor.tenant_id, memory_id, p.embedding)
+            record = to_record(loaded[memory_id], actor.agent_name, 1)
+            results[i] = self._finish(session, actor, req, UploadResult(record=record, decision="created"))
+        if self.term_stats is not None:
+            self.term_stats.changed(actor.tenant_id)
+
     @counts_upload
     def upload(
         self, session: Session, actor: Actor, req: UploadRequest, *, prepared: _Prepared | None = None
@@ -287,29 +455,54 @@ class MemoryService:
         self, session: Session, actor: Actor, req: UploadRequest, prepared: _Prepared | None = None
     ) -> UploadResult:
         p = prepared if prepared is not None else self._prepare(req, actor)
+        judged = self._prejudge(session, actor, p)
+        session.execute(
+            text("SELECT pg_advisory_xact_lock(:ns, :key)"),
+            {"ns": DEDUP_LOCK_NAMESPACE, "key": self._dedup_key(actor, p)},
+        )
+        return self._decide(session, actor, p, judged)
+
+    def _dedup_key(self, actor: Actor, p: _Prepared) -> int:
+        """The advisory lock an upload's dedup holds: one per (tenant, type, scope, owner), never per agent
+        for shared memories, so agents uploading different kinds of memories never wait on each other."""
+        owner = str(actor.agent_id) if p.scope == "private" else (p.group or "")
+        return _lock_key(actor, p.memory_type, p.scope, owner)
+
+    def _prejudge(self, session: Session, actor: Actor, p: _Prepared) -> dict[UUID, bool]:
+        """A chat model judges the soft band: ask it before taking the lock, so the lock is never held
+        across a network call; the neighbours are re-checked under the lock. The offline judge is a local
+        heuristic, so offline the one probe under the lock is all an upload needs."""
         judged: dict[UUID, bool] = {}
         if getattr(self.intelligence, "llm_available", False):
-            # A chat model judges the soft band: ask it before taking the lock, so the lock is never held
-            # across a network call; the neighbours are re-checked under the lock below. The offline judge
-            # is a local heuristic, so offline the one probe under the lock is all an upload needs.
             for memory_id, sim in self._nearest(session, actor, p)[:1]:
                 if sim >= self.soft_threshold and not self._automatic(session, p, memory_id, sim):
                     judged[memory_id] = self._judge(session, p, memory_id)
-        owner = str(actor.agent_id) if p.scope == "private" else (p.group or "")
-        session.execute(
-            text("SELECT pg_advisory_xact_lock(:ns, :key)"),
-            {"ns": DEDUP_LOCK_NAMESPACE, "key": _lock_key(actor, p.memory_type, p.scope, owner)},
-        )
+        return judged
+
+    def _decide(self, session: Session, actor: Actor, p: _Prepared, judged: dict[UUID, bool]) -> UploadResult:
+        """Under the dedup lock: merge into the nearest same-type memory, or create a new one."""
         nearest = self._nearest(session, actor, p)
-        if nearest:
-            memory_id, sim = nearest[0]
-            if self._automatic(session, p, memory_id, sim):
-                return self._merge(session, actor, p, memory_id, sim, "merged")
-            if sim >= self.soft_threshold:
-                same = judged[memory_id] if memory_id in judged else self._judge(session, p, memory_id)
-                if same:
-                    return self._merge(session, actor, p, memory_id, sim, "merged_judge")
-        return self._create(session, actor, p)
+        merged = self._merge_into(session, actor, p, judged, *nearest[0]) if nearest else None
+        return merged if merged is not None else self._create(session, actor, p)
+
+    def _merge_into(
+        self,
+        session: Session,
+        actor: Actor,
+        p: _Prepared,
+        judged: dict[UUID, bool],
+        memory_id: UUID,
+        sim: float,
+    ) -> UploadResult | None:
+        """Merge into the nearest memory if it is the same lesson (automatically, or by the judge in the
+        soft band); None when the upload is a memory of its own."""
+        if self._automatic(session, p, memory_id, sim):
+            return self._merge(session, actor, p, memory_id, sim, "merged")
+        if sim >= self.soft_threshold:
+            same = judged[memory_id] if memory_id in judged else self._judge(session, p, memory_id)
+            if same:
+                return self._merge(session, actor, p, memory_id, sim, "merged_judge")
+        return None
 
     def _create(self, session: Session, actor: Actor, p: _Prepared) -> UploadResult:
         memory = self._new_memory(session, actor.tenant_id, actor.agent_id, p)

@@ -130,11 +130,13 @@ def _register_worker_queues() -> None:
 # --- feeding the series --------------------------------------------------------------------------
 
 
-def record_upload(decision: str, seconds: float) -> None:
+def record_upload(decision: str, seconds: float | None = None) -> None:
+    """Count a stored upload; time it unless it was one item of a batch (seconds None)."""
     MEMORY_UPLOADS.labels(decision).inc()
     if decision != "created":
         MEMORY_MERGES.labels(decision).inc()
-    MEMORY_OPERATION_LATENCY.labels("upload").observe(seconds)
+    if seconds is not None:
+        MEMORY_OPERATION_LATENCY.labels("upload").observe(seconds)
 
 
 def record_search(seconds: float) -> None:

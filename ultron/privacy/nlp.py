@@ -63,6 +63,14 @@ class OfflineSpacyNlpEngine(SpacyNlpEngine):
         with self._model_lock:  # trained pipelines make no thread-safety promise
             return super().process_text(view, language)
 
+    def process_many(self, texts: list[str], language: str, batch_size: int) -> list[NlpArtifacts]:
+        """`process_text` for many texts, through spaCy's `pipe` (one model pass per batch)."""
+        if language not in self.person_languages:
+            return [self.empty_artifacts(language) for _ in texts]
+        views = [_LONG_RUN.sub(lambda m: " " * len(m.group()), text) for text in texts]
+        with self._model_lock:
+            return [artifacts for _, artifacts in self.process_batch(views, language, batch_size=batch_size)]
+
     def _get_entities(self, doc):  # noqa: D102
         return [ent for ent in doc.ents if ent.label_ in PERSON_LABELS and plausible_name(doc.text, ent)]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import bisect
 import threading
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -52,6 +52,13 @@ _TRIGGERS = {
     "PERSON": r"[A-Z][a-z]|[\u4e00-\u9fff]{2}",
 }
 _CJK = re.compile(r"[\u4e00-\u9fff]")
+# Findings of recent texts, per policy: agents re-send the same text (retries, re-uploads, a context shared
+# by a batch's items) and the recognizers are most of an upload's redaction cost. Texts longer than
+# CACHE_MAX_CHARS are not kept, so the cache holds at most CACHE_SIZE * CACHE_MAX_CHARS characters.
+CACHE_SIZE = 4096
+CACHE_MAX_CHARS = 4000
+# Texts per spaCy `pipe` call when a batch is redacted (`Redactor.warm`).
+NER_BATCH = 64
 
 
 @dataclass(frozen=True)
@@ -80,11 +87,14 @@ class Redactor:
         self._merged: dict[RedactionPolicy, RedactionPolicy] = {}
         self._counts: Counter[str] = Counter()
         self._counts_lock = threading.Lock()
+        self._cache: OrderedDict[tuple[int, str], tuple[Finding, ...]] = OrderedDict()
+        self._cache_lock = threading.Lock()
         self._plan(self.policy)
         # Presidio compiles its recognizers' patterns on first use: do that now, for both languages.
         self.redact("warm-up: alice@example.com 13800138000 password=hunter2 /home/alice 10.0.0.1")
         self.redact("预热：手机13800138000，邮箱alice@example.com，密码：hunter2")
         self._counts.clear()
+        self._cache.clear()
 
     # --- public API -------------------------------------------------------------------------------------
 
@@ -127,6 +137,58 @@ class Redactor:
         if not text or not plan.entities[language] or not any(t.search(text) for t in plan.triggers):
             self._count({"calls": 1, "chars": len(text), "fast_path": 1})
             return []
+        cached = self._cached(plan, text)
+        if cached is not None:
+            self._count(Counter(calls=1, chars=len(text), cached=1) + Counter(f.entity_type for f in cached))
+            return list(cached)
+        findings = self._analyze(plan, text, language)
+        self._count(Counter(calls=1, chars=len(text)) + Counter(f.entity_type for f in findings))
+        self._keep(plan, text, findings)
+        return findings
+
+    def warm(self, texts: list[str], policy: RedactionPolicy | None = None) -> None:
+        """Analyze many texts at once, so that redacting each of them next is a cache hit: a batch upload
+        runs the NER model over its texts in a few `pipe` calls instead of one call per text."""
+        plan = self._plan(self._effective(policy))
+        wanted: dict[str, list[str]] = {lang: [] for lang in LANGUAGES}
+        for text in dict.fromkeys(texts):
+            language = "zh" if _is_chinese(text) else "en"
+            if (
+                text
+                and len(text) <= CACHE_MAX_CHARS
+                and plan.entities[language]
+                and any(t.search(text) for t in plan.triggers)
+                and self._cached(plan, text) is None
+            ):
+                wanted[language].append(text)
+        for language, batch in wanted.items():
+            nlp = plan.engine.nlp_engine
+            if "PERSON" not in plan.entities[language] or language not in nlp.person_languages:
+                artifacts = [None] * len(batch)  # no NER wanted: analyze() alone is cheap
+            else:
+                artifacts = nlp.process_many(batch, language, NER_BATCH)
+            for text, artifact in zip(batch, artifacts, strict=True):
+                self._keep(plan, text, self._analyze(plan, text, language, artifact))
+
+    def _cached(self, plan: _Plan, text: str) -> tuple[Finding, ...] | None:
+        if len(text) > CACHE_MAX_CHARS:
+            return None
+        key = (id(plan), text)
+        with self._cache_lock:
+            found = self._cache.get(key)
+            if found is not None:
+                self._cache.move_to_end(key)
+            return found
+
+    def _keep(self, plan: _Plan, text: str, findings: list[Finding]) -> None:
+        if len(text) > CACHE_MAX_CHARS:
+            return
+        with self._cache_lock:
+            self._cache[(id(plan), text)] = tuple(findings)
+            while len(self._cache) > CACHE_SIZE:
+                self._cache.popitem(last=False)
+
+    def _analyze(self, plan: _Plan, text: str, language: str, artifacts: Any = None) -> list[Finding]:
         # NER runs only when this policy wants names in this language (private memories keep them).
         skip_ner = "PERSON" not in plan.entities[language]
         results = plan.engine.analyze(
@@ -135,11 +197,9 @@ class Redactor:
             entities=plan.entities[language],
             allow_list=list(plan.policy.allow_list) or None,
             ad_hoc_recognizers=plan.extra[language] or None,
-            nlp_artifacts=plan.engine.nlp_engine.empty_artifacts(language) if skip_ner else None,
+            nlp_artifacts=plan.engine.nlp_engine.empty_artifacts(language) if skip_ner else artifacts,
         )
-        findings = _resolve(results)
-        self._count(Counter(calls=1, chars=len(text)) + Counter(f.entity_type for f in findings))
-        return findings
+        return _resolve(results)
 
     def stats(self) -> dict[str, int]:
         """Calls, characters, fast-path calls and per-entity counts since construction."""

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -25,9 +26,87 @@ BATCH_SIZE = 32
 
 _model: Any = None
 _model_lock = threading.Lock()
-# One engine call at a time: the C engine already spreads a batch over all cores with OpenMP, so
-# concurrent calls would only oversubscribe them, and it makes no thread-safety promise of its own.
-_engine_lock = threading.Lock()
+
+
+@dataclass
+class _Request:
+    encode: Callable[[list[str]], Any]
+    texts: list[str]
+    rows: np.ndarray | None = None
+    error: BaseException | None = None
+    finished: bool = False
+
+
+class MicroBatcher:
+    """One engine call at a time, shared by the callers waiting for it.
+
+    The C engine already spreads a batch over all cores with OpenMP, so concurrent calls would only
+    oversubscribe them (and it makes no thread-safety promise of its own); it also embeds a batch of
+    texts in far less time than the same texts one call each. So concurrent requests queue here, and
+    whoever finds the engine idle runs it once for every queued text of the same kind (up to
+    BATCH_SIZE), while the others wait for their rows: no timer, so a lone request runs at once, and the
+    requests that arrive while the engine is busy (a few ms) share its next call. The engine runs with
+    the GIL released (ctypes), so the request threads go on with their other work meanwhile.
+    """
+
+    def __init__(self, max_texts: int = BATCH_SIZE):
+        self.max_texts = max_texts
+        self._cond = threading.Condition()
+        self._queue: list[_Request] = []
+        self._running = False
+        self.calls = 0
+
+    def run(self, encode: Callable[[list[str]], Any], texts: list[str]) -> np.ndarray:
+        request = _Request(encode, texts)
+        with self._cond:
+            self._queue.append(request)
+        while True:
+            with self._cond:
+                while self._running and not request.finished:
+                    self._cond.wait()
+                if request.finished:
+                    break
+                self._running = True
+                group = self._take()
+            try:
+                self._execute(group)
+            finally:
+                with self._cond:
+                    self._running = False
+                    self._cond.notify_all()
+        if request.error is not None:
+            raise request.error
+        assert request.rows is not None
+        return request.rows
+
+    def _take(self) -> list[_Request]:
+        """The oldest request and the queued ones of the same kind after it, up to max_texts texts."""
+        first = self._queue[0]
+        group, count = [], 0
+        for request in list(self._queue):
+            if request.encode == first.encode and (not group or count + len(request.texts) <= self.max_texts):
+                group.append(request)
+                count += len(request.texts)
+                self._queue.remove(request)
+        return group
+
+    def _execute(self, group: list[_Request]) -> None:
+        self.calls += 1
+        try:
+            matrix = np.asarray(group[0].encode([t for r in group for t in r.texts]), dtype=np.float64)
+            matrix = matrix.reshape(-1, DIMENSION)
+            start = 0
+            for request in group:
+                request.rows = matrix[start : start + len(request.texts)]
+                start += len(request.texts)
+        except BaseException as exc:  # noqa: BLE001 - handed to each waiting caller
+            for request in group:
+                request.error = exc
+        for request in group:
+            request.finished = True
+
+
+_batcher = MicroBatcher()
 
 
 def _load_model() -> Any:
@@ -64,8 +143,7 @@ class LocalEmbedder:
         encode = model.passage if kind == "document" and self.document_prefix == "passage" else model.query
         rows: list[list[float]] = []
         for start in range(0, len(texts), BATCH_SIZE):
-            with _engine_lock:
-                matrix = np.asarray(encode(texts[start : start + BATCH_SIZE]), dtype=np.float64)
+            matrix = _batcher.run(encode, texts[start : start + BATCH_SIZE])
             # The engine already normalizes; doing it again is cheap and guards the contract.
-            rows.extend(normalize_rows(matrix.reshape(-1, DIMENSION), PROVIDER))
+            rows.extend(normalize_rows(matrix, PROVIDER))
         return rows

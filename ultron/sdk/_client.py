@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
@@ -17,6 +17,7 @@ from ultron.memory.schemas import (
     MemoryStats,
     SearchResult,
     SplitResult,
+    UploadBatchResult,
     UploadRequest,
     UploadResult,
 )
@@ -144,6 +145,14 @@ class Ultron:
             importance=importance,
         )  # type: ignore[arg-type]
         return self._backend.upload(req)
+
+    def upload_batch(self, items: Sequence[UploadRequest | Mapping[str, Any]]) -> UploadBatchResult:
+        """Up to 500 uploads in one call (each an `UploadRequest` or a dict of its fields), de-duplicated
+        exactly as the same uploads one by one would be; per-item results in order (created, merged,
+        or refused with the reason: a bad item does not stop the others)."""
+        return self._backend.upload_batch(
+            [i.model_dump(mode="json") if isinstance(i, UploadRequest) else dict(i) for i in items]
+        )
 
     def search_memories(
         self,

@@ -27,6 +27,7 @@ from ultron.memory.schemas import (
     MemoryStats,
     SearchResult,
     SplitResult,
+    UploadBatchResult,
     UploadRequest,
     UploadResult,
 )
@@ -135,6 +136,10 @@ class HttpBackend:
 
     def upload(self, req: UploadRequest) -> UploadResult:
         return UploadResult.model_validate(self._request("POST", "/memories/upload", json=req.model_dump()))
+
+    def upload_batch(self, items: list[dict[str, Any]]) -> UploadBatchResult:
+        body = self._request("POST", "/memories/upload-batch", json={"items": items})
+        return UploadBatchResult.model_validate(body)
 
     def search(self, query: str, **options: Any) -> list[SearchResult]:
         body = {"query": query, **{k: v for k, v in options.items() if v is not None}}

@@ -33,6 +33,7 @@ from ultron.memory.schemas import (
     MemoryStats,
     SearchResult,
     SplitResult,
+    UploadBatchResult,
     UploadRequest,
     UploadResult,
 )
@@ -91,6 +92,19 @@ class LocalBackend:
 
     def upload(self, req: UploadRequest) -> UploadResult:
         return self._run(lambda s, a: self.hub.memory.upload(s, a, req))
+
+    def upload_batch(self, items: list[dict[str, Any]]) -> UploadBatchResult:
+        from ultron.memory.batch import check_items, summarize
+
+        memory = self.hub.memory
+        reqs = check_items(items)
+        with self.hub.db.session() as session:  # the tenant's policy and groups, in a short read
+            memory.load_tenant_policy(session, self.actor.tenant_id)
+            if self.actor.agent_id is not None:
+                self.actor = replace(self.actor, groups=member_groups(session, self.actor.agent_id))
+        # The provider work (NER, typing, summaries, one embedding call) holds no connection.
+        prepared = memory.prepare_batch(reqs, self.actor)
+        return summarize(self._run(lambda s, a: memory.upload_batch(s, a, reqs, prepared)))
 
     def search(self, query: str, **options: Any) -> list[SearchResult]:
         validation.check_text(query, "query", max_chars=validation.MAX_QUERY_CHARS)

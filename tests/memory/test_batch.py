@@ -1,0 +1,157 @@
+"""Batch upload: the same final state as the same items uploaded one by one, refusals per item, no
+deadlock between batches that touch the same dedup keys."""
+
+from __future__ import annotations
+
+import threading
+
+from sqlalchemy import select
+
+from ultron.db.models import ClusterMember, Memory, MemoryContribution, Tenant
+from ultron.memory.schemas import UploadRequest
+from ultron.sdk import Ultron
+from ultron.sdk._local import LocalBackend
+
+PANDAS = {
+    "content": "ModuleNotFoundError: No module named 'pandas' when running the analysis script",
+    "context": "Docker container running a data analysis job",
+    "resolution": "pip install pandas inside the image",
+    "tags": ["python", "docker"],
+}
+# Near duplicates of PANDAS: merged (automatically, at these hash-embedder thresholds), as one by one.
+PANDAS_AGAIN = {
+    **PANDAS,
+    "content": "ModuleNotFoundError: No module named 'pandas' when the analysis script starts",
+}
+PANDAS_NUMPY = {
+    **PANDAS,
+    "content": "ModuleNotFoundError: No module named 'numpy' when running the analysis script",
+}
+REDIS = {
+    "content": "Redis connection refused on port 6379 after the container restarted",
+    "context": "docker compose stack, mail alice@example.com when it happens",
+    "resolution": "wait for the redis healthcheck before starting the app",
+    "tags": ["redis"],
+}
+PREFER = {"content": "I prefer short answers with the command first", "tags": ["style"]}
+PRIVATE = {**PREFER, "scope": "private"}
+ITEMS = [
+    PANDAS,
+    REDIS,
+    PANDAS,  # an exact repeat inside the batch
+    PANDAS_AGAIN,
+    {"content": "   "},  # refused: blank content
+    PREFER,
+    PANDAS_NUMPY,
+    PRIVATE,  # same text, another scope: its own memory
+    {**REDIS, "tags": ["cache"]},
+    {"content": "x", "scope": "group"},  # refused: a group scope needs a group name
+    {"content": "stored before the batch, uploaded again", "context": "a repeat of a stored memory"},
+]
+STORED = {"content": "stored before the batch, uploaded again", "context": "a repeat of a stored memory"}
+
+
+def _client(hub, tenant: str) -> Ultron:  # type: ignore[no-untyped-def]
+    return Ultron._of(LocalBackend(hub, agent="agent", tenant=tenant, owns_hub=False))
+
+
+def _state(hub, tenant: str) -> list[tuple]:  # type: ignore[no-untyped-def]
+    """Everything a tenant's memories hold, ids and times aside, in a stable order."""
+    with hub.db.session() as s:
+        tenant_id = s.execute(select(Tenant.id).where(Tenant.name == tenant)).scalar_one()
+        memories = s.execute(select(Memory).where(Memory.tenant_id == tenant_id)).scalars().all()
+        rows = []
+        for m in memories:
+            contributions = s.execute(
+                select(MemoryContribution.decision, MemoryContribution.content, MemoryContribution.tags)
+                .where(MemoryContribution.memory_id == m.id)
+                .order_by(MemoryContribution.id)
+            ).all()
+            clustered = s.get(ClusterMember, m.id) is not None
+            rows.append(
+                (
+                    m.content,
+                    m.context,
+                    m.resolution,
+                    m.memory_type,
+                    tuple(m.tags),
+                    m.scope,
+                    m.status,
+                    m.hit_count,
+                    tuple(sorted(m.redacted_entities.items())),
+                    m.summary_l0,
+                    m.content_hash,
+                    tuple(tuple(c) for c in contributions),
+                    clustered,
+                )
+            )
+    return sorted(rows, key=repr)
+
+
+def test_batch_ends_as_the_same_uploads_one_by_one(hub):
+    single, batch = _client(hub, "one-by-one"), _client(hub, "batched")
+    for client in (single, batch):
+        client.upload(**STORED)
+    decisions = []
+    for item in ITEMS:
+        try:
+            decisions.append(single.upload(**item).decision)
+        except Exception:  # noqa: BLE001 - a refusal, compared with the batch's below
+            decisions.append("refused")
+    result = batch.upload_batch(ITEMS)
+
+    assert [r.index for r in result.results] == list(range(len(ITEMS)))
+    assert [r.decision for r in result.results] == decisions
+    assert (result.created, result.merged, result.refused) == (
+        decisions.count("created"),
+        sum(d in ("merged", "merged_judge") for d in decisions),
+        2,
+    )
+    assert "merged" in decisions and decisions.count("created") >= 4
+    assert "content" in result.results[4].reason and "group" in result.results[9].reason
+    assert _state(hub, "batched") == _state(hub, "one-by-one")
+    # The repeat inside the batch merged into the memory the batch itself had just created.
+    assert result.results[2].memory_id == result.results[0].memory_id
+    redis = [r for r in _state(hub, "batched") if r[0].startswith("Redis")]
+    assert redis[0][8] == (("EMAIL_ADDRESS", 2),) and "alice@" not in redis[0][1]
+
+
+def test_batch_items_are_checked_like_single_uploads(hub):
+    client = _client(hub, "checks")
+    result = client.upload_batch(
+        [
+            {"content": "ok"},
+            {"content": "ok", "unknown": 1},
+            {"content": "a" * (hub.settings.max_field_chars + 1)},
+            UploadRequest(content="as a model"),
+        ]
+    )
+    assert [r.decision for r in result.results] == ["created", "refused", "refused", "created"]
+    assert "unknown" in result.results[1].reason
+    assert "limit" in result.results[2].reason
+
+
+def test_concurrent_batches_over_the_same_keys_do_not_deadlock(hub):
+    # Each batch holds memories of several types; the two send them in opposite orders.
+    items = [
+        {"content": f"error {i}: connection refused by the database server", "context": "timeout"}
+        for i in range(5)
+    ] + [{"content": f"I prefer tabs over spaces, rule {i}"} for i in range(5)]
+    clients = [_client(hub, "race"), _client(hub, "race")]
+    results: list = [None, None]
+
+    def send(n: int) -> None:
+        results[n] = clients[n].upload_batch(items if n == 0 else items[::-1])
+
+    threads = [threading.Thread(target=send, args=(n,)) for n in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert all(r is not None and r.refused == 0 for r in results)
+    # The locks serialize the two: whichever ran second merged every item into the first one's memories.
+    first, second = sorted(results, key=lambda r: -r.created)
+    assert first.created == len(items) and (second.created, second.merged) == (0, len(items))
+    with hub.db.session() as s:
+        contents = s.execute(select(Memory.content)).scalars().all()
+    assert len(contents) == len(set(contents))

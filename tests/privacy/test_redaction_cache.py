@@ -1,0 +1,63 @@
+"""The redactor's per-text cache and its batched NER pass (`warm`) give exactly what one call per text
+gives; the embedding cache returns the vectors the embedder would."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ultron.privacy.policy import RedactionPolicy
+from ultron.privacy.redactor import Redactor
+from ultron.providers.cache import CachedEmbedder
+from ultron.providers.hashing import HashEmbedder
+
+TEXTS = [
+    "Maria Lopez reset the staging token sk-abcdefghijklmnopqrstuvwxyz123456 on Tuesday",
+    "restart it, nothing else to see here",
+    "call +33 5 69 40 01 42 or mail ops@example.com about the outage",
+    "张伟的手机13800138000，密码：hunter2",
+    "Ask John Smith before merging the migration",
+]
+
+
+def test_warm_then_redact_equals_redacting_each_text_alone():
+    alone = [Redactor().redact(t) for t in TEXTS]
+    batched = Redactor()
+    batched.warm(TEXTS * 2)
+    assert [batched.redact(t) for t in TEXTS] == alone
+    assert any(r.entities.get("PERSON") for r in alone)  # the NER model's pass is covered too
+    stats = batched.stats()
+    assert stats["calls"] == len(TEXTS) and stats["cached"] == len(TEXTS) - stats["fast_path"]
+
+
+def test_cache_is_per_policy_and_hits_repeat_calls():
+    redactor = Redactor()
+    text = "ask Maria Lopez for the key, mail maria@example.com"
+    first = redactor.redact(text)
+    assert redactor.redact(text) == first and redactor.stats()["cached"] == 1
+    keep_names = RedactionPolicy(disabled_entities=frozenset({"PERSON"}))
+    other = redactor.redact(text, keep_names)
+    assert "Maria" in other.text and "Maria" not in first.text
+    assert redactor.stats()["EMAIL_ADDRESS"] == 3
+
+
+def test_embedding_cache_returns_the_embedders_vectors_and_embeds_misses_once():
+    calls: list[list[str]] = []
+    inner = HashEmbedder(64)
+
+    class Counting:
+        model_name, dimension = inner.model_name, inner.dimension
+
+        def embed(self, texts, *, kind="document"):  # type: ignore[no-untyped-def]
+            calls.append(list(texts))
+            return inner.embed(texts, kind=kind)
+
+    cached = CachedEmbedder(Counting(), size=2)
+    out = cached.embed(["a b", "c d", "a b"])
+    assert calls == [["a b", "c d"]]
+    assert np.allclose(out, inner.embed(["a b", "c d", "a b"]), atol=1e-7)
+    assert np.allclose(cached.embed(["c d"], kind="document"), inner.embed(["c d"]))
+    cached.embed(["c d"], kind="query")  # another kind is another key
+    cached.embed(["e f"])  # evicts the least recently used
+    assert len(calls) == 3
+    cached.embed(["a b"])
+    assert calls[-1] == ["a b"] and cached.model_name == inner.model_name

@@ -1,0 +1,61 @@
+"""An LRU of recent embeddings in front of any embedder: a re-sent text (a retry, a re-upload, the query an
+agent repeats) is not embedded again. Embedders are deterministic per model, so a hit is the same vector."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ultron.providers.base import EmbedKind
+
+# Vectors kept (float32: 1.5 KB each at 384 dimensions, 4 KB at 1024) and the longest text kept.
+CACHE_SIZE = 4096
+CACHE_MAX_CHARS = 8000
+
+
+class CachedEmbedder:
+    """Delegates to `inner`, embedding only the texts it has not seen recently (one call for all misses)."""
+
+    def __init__(self, inner: Any, size: int = CACHE_SIZE):
+        self.inner = inner
+        self.size = size
+        self._cache: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+
+    @property
+    def model_name(self) -> str:
+        return str(self.inner.model_name)
+
+    @property
+    def dimension(self) -> int:
+        return int(self.inner.dimension)
+
+    def embed(self, texts: Sequence[str], *, kind: EmbedKind = "document") -> list[list[float]]:
+        texts = list(texts)
+        found: dict[str, np.ndarray] = {}
+        with self._lock:
+            for text in texts:
+                vector = self._cache.get((kind, text))
+                if vector is not None:
+                    self._cache.move_to_end((kind, text))
+                    found[text] = vector
+            self.hits += sum(1 for text in texts if text in found)
+        missing = [text for text in dict.fromkeys(texts) if text not in found]
+        if missing:
+            fresh = self.inner.embed(missing, kind=kind)
+            with self._lock:
+                for text, vector in zip(missing, fresh, strict=True):
+                    found[text] = row = np.asarray(vector, dtype=np.float32)
+                    if len(text) <= CACHE_MAX_CHARS:
+                        self._cache[(kind, text)] = row
+                while len(self._cache) > self.size:
+                    self._cache.popitem(last=False)
+        return [found[text].tolist() for text in texts]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
