@@ -67,7 +67,7 @@ def _state(hub, tenant: str) -> list[tuple]:  # type: ignore[no-untyped-def]
                 .where(MemoryContribution.memory_id == m.id)
                 .order_by(MemoryContribution.id)
             ).all()
-            clustered = s.get(ClusterMember, m.id) is not None
+            clustered = s.get(ClusterMember, (m.id, tenant_id)) is not None
             rows.append(
                 (
                     m.content,
