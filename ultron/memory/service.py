@@ -12,11 +12,12 @@ import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import cache
 from typing import Any, Protocol
 from uuid import UUID
 
 import numpy as np
-from sqlalchemy import BigInteger, cast, delete, func, select, text, true
+from sqlalchemy import BigInteger, TextClause, cast, delete, func, select, text, true
 from sqlalchemy.orm import Session
 
 from ultron.config import Settings
@@ -103,6 +104,23 @@ class _Prepared:
     thread: str | None = None
     position: int | None = None
     occurred_at: datetime | None = None
+
+
+_GENERIC_PLAN = text("SET LOCAL plan_cache_mode = force_generic_plan")
+_DEFAULT_PLAN = text("RESET plan_cache_mode")
+
+
+@cache
+def _search_sql(tier: bool, candidates: int, pool: int) -> TextClause:
+    """search_memories as run: its pool sizes written in as literals and, without a tier, the tier lines
+    dropped. A LIMIT or a `x IS NULL OR ...` switch left as a parameter makes the prepared statement's
+    generic plan guess (10 % of the table for a LIMIT): with them fixed, one plan fits every search."""
+    lines = q("search_memories").text.splitlines()
+    if not tier:
+        lines = [line for line in lines if not line.rstrip().endswith("-- tier")]
+    sql = "\n".join(lines)
+    sql = sql.replace(":candidates", str(int(candidates))).replace(":fts_pool", str(int(pool)))
+    return text(sql)
 
 
 def content_hash(content: str, context: str, resolution: str) -> str:
@@ -611,9 +629,16 @@ class MemoryService:
         policy = self.scope_policy(actor.tenant_id, "private")
         query = self.redactor.redact(query[:4000], policy).text if self.redactor is not None else query[:4000]
         vector = np.asarray(self.embedder.embed([query], kind="query")[0], dtype=np.float32)
-        rows = session.execute(
-            q("search_memories"), self._search_params(actor, query, vector, tier, limit)
-        ).all()
+        # The statement is prepared (psycopg prepares a statement from its 5th use on a connection) and
+        # run on its generic plan: planning it anew each call cost as much as half its execution. Left to
+        # choose, Postgres keeps custom plans (a generic one cannot see how rare the query's words are),
+        # so the generic plan is asked for around this statement only.
+        session.execute(_GENERIC_PLAN)
+        statement = _search_sql(
+            tier is not None, max(self.settings.search_candidates, limit), self.settings.fulltext_pool
+        )
+        rows = session.execute(statement, self._search_params(actor, query, vector, tier, limit)).all()
+        session.execute(_DEFAULT_PLAN)
         floor = self.settings.relevance_floor_for_model if min_relevance is None else min_relevance
         results = [self._search_result(row, detail_level, explain, floor) for row in rows]
         if explain:
@@ -642,6 +667,9 @@ class MemoryService:
                 serendipity=serendipity,
                 query=query,
                 entities={row.id: list(row.entity_names) for row in rows},
+                ripples={
+                    row.id: (float(row.ripple), int(row.ripple_count)) for row in rows if row.ripple_count
+                },
             )
         return results
 
@@ -657,8 +685,6 @@ class MemoryService:
             "tier": tier,
             "embedding": vector,
             **fulltext.lexical_query(query).params(),
-            "candidates": max(st.search_candidates, limit),
-            "fts_pool": st.fulltext_pool,
             "k1": st.bm25_k1,
             "b": st.bm25_b,
             "phrase_weight": st.phrase_weight,
@@ -678,6 +704,8 @@ class MemoryService:
             "alpha": st.decay_alpha,
             "decay_weight": st.time_decay_weight,
             "limit": limit,
+            "ripple_cap": st.ripple_cap,
+            "ripple_age": st.ripple_days * 86400.0,
         }
 
     def refresh_term_stats(self, session: Session, tenant_id: UUID) -> int:
