@@ -39,22 +39,26 @@ LIMIT :k
 --     same thread; a memory holding the query's words in order (the phrase) gets :phrase_boost on top;
 --     a boost when occurred_at falls in the dates the query names;
 --   score = (fused + neighbour credit + phrase boost) x time boost x tier boost x (1 - w + w x hotness).
+-- Each candidate row is read once: its lexical units (terms, pairs, the phrase) are tested in that pass and
+-- every scored column comes with it; only the top :limit rows are read again for their text.
+-- The service runs it as a prepared statement with the LIMITs written in and the lines marked `-- tier`
+-- dropped when no tier is asked for (ultron/memory/service.py, _search_sql), so one generic plan serves.
 -- Search hits are recorded afterwards, off the request path (ultron/memory/hits.py).
-WITH vec AS (
+WITH vec AS MATERIALIZED (
     SELECT m.id
     FROM memories m
     WHERE m.tenant_id = :tenant_id AND m.status = 'active'
-      AND (CAST(:tier AS text) IS NULL OR m.tier = CAST(:tier AS text))
+      AND m.tier = CAST(:tier AS text) -- tier
       AND (m.scope = 'shared'
            OR (m.scope = 'private' AND m.agent_id = CAST(:agent_id AS uuid))
            OR (m.scope = 'group' AND m.group_name = ANY(CAST(:groups AS text[]))))
     ORDER BY m.embedding <=> CAST(:embedding AS vector)
     LIMIT :candidates
-), totals AS (
+), totals AS MATERIALIZED (
     SELECT coalesce(max(t.docs), 0)::float8 AS n, greatest(coalesce(max(t.avg_len), 0), 1)::float8 AS avglen
     FROM term_totals t
     WHERE t.tenant_id = :tenant_id
-), lex AS (
+), lex AS MATERIALIZED (
     SELECT l.i, d.df, ln(1 + (greatest(tt.n - d.df, 0) + 0.5) / (d.df + 0.5)) AS idf
     FROM unnest(CAST(:lookup AS text[])) WITH ORDINALITY l(tok, i)
     CROSS JOIN totals tt
@@ -63,72 +67,75 @@ WITH vec AS (
         FROM term_stats s
         WHERE s.tenant_id = :tenant_id AND s.lexeme = ANY(tsvector_to_array(to_tsvector('simple', l.tok)))
     ) d
-), units AS (
+), units AS MATERIALIZED (
+    -- 'term' (weight its IDF), 'pair' (two adjacent query words side by side: the mean IDF of the two) and
+    -- 'phrase' (the query's words in order; weight 0, it only sets phrase_match)
     SELECT u.q, u.kind, to_tsquery('simple', u.q) AS tq, a.df,
-           CASE u.kind WHEN 'term' THEN a.idf ELSE (a.idf + b.idf) / 2 END AS w
+           CASE u.kind WHEN 'term' THEN a.idf WHEN 'pair' THEN (a.idf + b.idf) / 2 ELSE 0 END AS w
     FROM unnest(CAST(:unit_q AS text[]), CAST(:unit_kind AS text[]), CAST(:unit_a AS int[]),
                 CAST(:unit_b AS int[])) u(q, kind, a, b)
     JOIN lex a ON a.i = u.a
     JOIN lex b ON b.i = u.b
-), rare AS (
-    -- The rarest terms while their matches together fit the pool (always at least the rarest one).
+), rare AS MATERIALIZED (
+    -- The rarest terms while their matches together fit the pool (always at least the rarest one). A
+    -- term whose matches would overflow the pool is left out: the index would read all of them (a bitmap
+    -- is built whole before the LIMIT) to keep an arbitrary :fts_pool of them.
     SELECT coalesce(string_agg(r.q, ' | '), '') AS q
-    FROM (SELECT u.q, sum(u.df) OVER (ORDER BY u.df, u.q ROWS UNBOUNDED PRECEDING) - u.df AS before
+    FROM (SELECT u.q, sum(u.df) OVER (ORDER BY u.df, u.q ROWS UNBOUNDED PRECEDING) AS upto,
+                 row_number() OVER (ORDER BY u.df, u.q) AS n
           FROM units u WHERE u.kind = 'term') r
-    WHERE r.before < :fts_pool
-), pool AS (
+    WHERE r.n = 1 OR r.upto <= :fts_pool
+), pool AS MATERIALIZED (
     (SELECT m.id FROM memories m
      WHERE CAST(:phrase_q AS text) <> '' AND m.search_tsv @@ to_tsquery('simple', CAST(:phrase_q AS text))
        AND m.tenant_id = :tenant_id AND m.status = 'active'
-      AND (CAST(:tier AS text) IS NULL OR m.tier = CAST(:tier AS text))
-      AND (m.scope = 'shared'
-           OR (m.scope = 'private' AND m.agent_id = CAST(:agent_id AS uuid))
-           OR (m.scope = 'group' AND m.group_name = ANY(CAST(:groups AS text[]))))
+       AND m.tier = CAST(:tier AS text) -- tier
+       AND (m.scope = 'shared'
+            OR (m.scope = 'private' AND m.agent_id = CAST(:agent_id AS uuid))
+            OR (m.scope = 'group' AND m.group_name = ANY(CAST(:groups AS text[]))))
      LIMIT :fts_pool)
     UNION
     (SELECT m.id FROM memories m
      WHERE CAST(:all_q AS text) <> '' AND m.search_tsv @@ to_tsquery('simple', CAST(:all_q AS text))
        AND m.tenant_id = :tenant_id AND m.status = 'active'
-      AND (CAST(:tier AS text) IS NULL OR m.tier = CAST(:tier AS text))
-      AND (m.scope = 'shared'
-           OR (m.scope = 'private' AND m.agent_id = CAST(:agent_id AS uuid))
-           OR (m.scope = 'group' AND m.group_name = ANY(CAST(:groups AS text[]))))
+       AND m.tier = CAST(:tier AS text) -- tier
+       AND (m.scope = 'shared'
+            OR (m.scope = 'private' AND m.agent_id = CAST(:agent_id AS uuid))
+            OR (m.scope = 'group' AND m.group_name = ANY(CAST(:groups AS text[]))))
      LIMIT :fts_pool)
     UNION
     (SELECT m.id FROM memories m, rare r
      WHERE r.q <> '' AND m.search_tsv @@ to_tsquery('simple', r.q)
        AND m.tenant_id = :tenant_id AND m.status = 'active'
-      AND (CAST(:tier AS text) IS NULL OR m.tier = CAST(:tier AS text))
-      AND (m.scope = 'shared'
-           OR (m.scope = 'private' AND m.agent_id = CAST(:agent_id AS uuid))
-           OR (m.scope = 'group' AND m.group_name = ANY(CAST(:groups AS text[]))))
+       AND m.tier = CAST(:tier AS text) -- tier
+       AND (m.scope = 'shared'
+            OR (m.scope = 'private' AND m.agent_id = CAST(:agent_id AS uuid))
+            OR (m.scope = 'group' AND m.group_name = ANY(CAST(:groups AS text[]))))
      LIMIT :fts_pool)
 ), cand AS (
-    SELECT id FROM vec UNION SELECT id FROM pool
-), matched AS (
-    SELECT c.id,
-           coalesce(sum(u.w) FILTER (WHERE u.kind = 'term' AND m.search_tsv @@ u.tq), 0) AS term_idf,
-           coalesce(sum(u.w) FILTER (WHERE u.kind = 'pair' AND m.search_tsv @@ u.tq), 0) AS pair_idf,
-           max(length(m.search_tsv)) AS doc_len,
-           bool_or(CAST(:phrase_q AS text) <> '' AND m.search_tsv @@ to_tsquery('simple', CAST(:phrase_q AS text)))
-               AS phrase_match
-    FROM cand c
-    JOIN memories m ON m.id = c.id
-    LEFT JOIN units u ON true
+    SELECT c.id, bool_or(c.v) AS from_vector, bool_or(NOT c.v) AS from_text
+    FROM (SELECT id, true AS v FROM vec UNION ALL SELECT id, false FROM pool) c
     GROUP BY c.id
 ), scored AS (
-    SELECT m.id, m.tier, m.thread, m.position, m.occurred_at, x.phrase_match,
+    -- one pass over each candidate row: every column the ranking needs, every lexical unit tested
+    SELECT m.id, m.tier, m.thread, m.position, m.occurred_at, c.from_vector, c.from_text,
+           coalesce(x.phrase_match, false) AS phrase_match,
            1 - (m.embedding <=> CAST(:embedding AS vector)) AS vector_similarity,
-           x.term_idf * (:k1 + 1) / (1 + :k1 * (1 - :b + :b * x.doc_len / tt.avglen))
-               + :phrase_weight * x.pair_idf AS text_rank,
-           x.term_idf / nullif((SELECT sum(u.w) FROM units u WHERE u.kind = 'term'), 0) AS coverage,
+           coalesce(x.term_idf, 0) * (:k1 + 1)
+               / (1 + :k1 * (1 - :b + :b * length(m.search_tsv) / (SELECT avglen FROM totals)))
+               + :phrase_weight * coalesce(x.pair_idf, 0) AS text_rank,
+           coalesce(x.term_idf, 0) / nullif((SELECT sum(u.w) FROM units u WHERE u.kind = 'term'), 0) AS coverage,
            greatest(extract(epoch FROM now() - coalesce(m.last_hit_at, m.created_at)) / 86400.0, 0)
-               AS days_since_hit,
-           (m.id IN (SELECT id FROM vec)) AS from_vector,
-           (m.id IN (SELECT id FROM pool)) AS from_text
-    FROM matched x
-    JOIN memories m ON m.id = x.id
-    CROSS JOIN totals tt
+               AS days_since_hit
+    FROM cand c
+    JOIN memories m ON m.id = c.id
+    CROSS JOIN LATERAL (
+        SELECT sum(u.w) FILTER (WHERE u.kind = 'term') AS term_idf,
+               sum(u.w) FILTER (WHERE u.kind = 'pair') AS pair_idf,
+               bool_or(u.kind = 'phrase') AS phrase_match
+        FROM units u
+        WHERE m.search_tsv @@ u.tq
+    ) x
 ), ranked AS (
     SELECT s.*,
            avg(s.vector_similarity) FILTER (WHERE s.from_vector) OVER () AS pool_cos_mean,
@@ -146,31 +153,31 @@ WITH vec AS (
            END AS fused
     FROM ranked r
 ), neighbours AS (
+    -- only rows of a thread (conversation turns) can take credit from an adjacent turn
     SELECT f.id, max(g.fused) AS neighbour_fused
     FROM fused f
     JOIN fused g ON g.thread = f.thread AND g.position IN (f.position - 1, f.position + 1)
-    WHERE :neighbour_weight > 0 AND f.thread IS NOT NULL
+    WHERE :neighbour_weight > 0 AND f.thread IS NOT NULL AND g.thread IS NOT NULL
     GROUP BY f.id
-), credited AS (
-    SELECT f.*,
-           coalesce(n.neighbour_fused, 0) AS neighbour_fused,
-           (CAST(:t_from AS timestamptz) IS NOT NULL AND f.occurred_at >= CAST(:t_from AS timestamptz)
-            AND f.occurred_at < CAST(:t_to AS timestamptz)) AS time_match
-    FROM fused f
-    LEFT JOIN neighbours n ON n.id = f.id
 ), top AS (
     SELECT c.*,
-           c.fused + :neighbour_weight * c.neighbour_fused
-               + CASE WHEN c.phrase_match THEN :phrase_boost ELSE 0 END AS relevance,
-           CASE c.tier WHEN 'hot' THEN :boost_hot WHEN 'warm' THEN :boost_warm ELSE :boost_cold END
-               AS tier_boost,
-           exp(-:alpha * c.days_since_hit) AS hotness,
-           (c.fused + :neighbour_weight * c.neighbour_fused
-            + CASE WHEN c.phrase_match THEN :phrase_boost ELSE 0 END)
+           c.relevance
                * (CASE WHEN c.time_match THEN 1 + :time_weight ELSE 1 END)
-               * (CASE c.tier WHEN 'hot' THEN :boost_hot WHEN 'warm' THEN :boost_warm ELSE :boost_cold END)
-               * (1 - :decay_weight + :decay_weight * exp(-:alpha * c.days_since_hit)) AS score
-    FROM credited c
+               * c.tier_boost
+               * (1 - :decay_weight + :decay_weight * c.hotness) AS score
+    FROM (
+        SELECT f.*,
+               coalesce(n.neighbour_fused, 0) AS neighbour_fused,
+               (CAST(:t_from AS timestamptz) IS NOT NULL AND f.occurred_at >= CAST(:t_from AS timestamptz)
+                AND f.occurred_at < CAST(:t_to AS timestamptz)) AS time_match,
+               f.fused + :neighbour_weight * coalesce(n.neighbour_fused, 0)
+                   + CASE WHEN f.phrase_match THEN :phrase_boost ELSE 0 END AS relevance,
+               CASE f.tier WHEN 'hot' THEN :boost_hot WHEN 'warm' THEN :boost_warm ELSE :boost_cold END
+                   AS tier_boost,
+               exp(-:alpha * f.days_since_hit) AS hotness
+        FROM fused f
+        LEFT JOIN neighbours n ON n.id = f.id
+    ) c
     ORDER BY score DESC, c.id
     LIMIT :limit
 )
@@ -179,10 +186,18 @@ SELECT t.*, m.memory_type, m.content, m.context, m.resolution, m.tags, m.summary
        m.redacted_entities, m.valence, m.arousal, m.importance, m.resolved_at, a.name AS agent_name,
        (SELECT count(*) FROM memory_contributions c WHERE c.memory_id = m.id) AS contributions,
        -- the people, places and projects it names (the companion's entity signal; no second round trip)
-       ARRAY(SELECT e.name FROM memory_entities e WHERE e.memory_id = m.id ORDER BY e.name) AS entity_names
+       ARRAY(SELECT e.name FROM memory_entities e WHERE e.memory_id = m.id ORDER BY e.name) AS entity_names,
+       -- the companion's ripple activation (sum of recent ripples, capped; no second round trip)
+       rp.ripple, rp.ripple_count
 FROM top t
 JOIN memories m ON m.id = t.id
 LEFT JOIN agents a ON a.id = m.agent_id
+CROSS JOIN LATERAL (
+    SELECT least(CAST(:ripple_cap AS float8), sum(r.weight)) AS ripple, count(*) AS ripple_count
+    FROM memory_ripples r
+    WHERE r.tenant_id = :tenant_id AND r.memory_id = m.id
+      AND r.created_at > now() - make_interval(secs => CAST(:ripple_age AS float8))
+) rp
 ORDER BY t.score DESC, t.id
 
 -- name: record_hits

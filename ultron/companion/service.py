@@ -368,14 +368,17 @@ class CompanionService:
         serendipity: bool | None = None,
         query: str | None = None,
         entities: dict[UUID, list[str]] | None = None,
+        ripples: dict[UUID, tuple[float, int]] | None = None,
         **_: Any,
     ) -> list[SearchResult]:
         """Pinned memories do not decay; ripple and (when a mood is given) resonance re-rank; serendipity.
 
         `entities`: the names each result's memory is linked to, when the search statement fetched them
-        (it does: one round trip fewer); otherwise they are read here."""
+        (it does: one round trip fewer); otherwise they are read here. `ripples`: likewise, each result's
+        ripple activation (the search statement returns it; memories with no recent ripple are absent)."""
         st = self.tenant_settings(session, actor.tenant_id)
-        ripples = self.ripple_levels(session, actor, [r.record.id for r in results])
+        if ripples is None:
+            ripples = self.ripple_levels(session, actor, [r.record.id for r in results])
         ranked = [
             self._adjust(
                 r,

@@ -154,12 +154,15 @@ class LexicalQuery:
         return " & ".join(_quote(t) for t in self.terms)
 
     def params(self) -> dict[str, object]:
+        # The phrase rides along as one more unit (weight 0): the statement tests every unit in one pass
+        # over each candidate row, and a 'phrase' unit that matches sets phrase_match.
+        extra = [self.phrase_q] if self.phrase_q else []
         return {
             "lookup": self.lookup,
-            "unit_q": self.unit_q,
-            "unit_kind": self.unit_kind,
-            "unit_a": self.unit_a,
-            "unit_b": self.unit_b,
+            "unit_q": self.unit_q + extra,
+            "unit_kind": self.unit_kind + ["phrase"] * len(extra),
+            "unit_a": self.unit_a + [1] * len(extra),
+            "unit_b": self.unit_b + [1] * len(extra),
             "all_q": self.all_q,
             "phrase_q": self.phrase_q,
         }
