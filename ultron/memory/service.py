@@ -855,7 +855,9 @@ class MemoryService:
         vector = np.asarray(self.embedder.embed([query], kind="query")[0], dtype=np.float32)
         st = self.settings if self.runtime is None else self.runtime.for_tenant(session, actor.tenant_id)
         statement = _search_sql(tier is not None, max(st.search_candidates, limit), st.fulltext_pool)
-        rows = _fetch_on_generic_plan(session, statement, self._search_params(actor, query, vector, tier, limit, st))
+        rows = _fetch_on_generic_plan(
+            session, statement, self._search_params(actor, query, vector, tier, limit, st)
+        )
         floor = self.settings.relevance_floor_for_model if min_relevance is None else min_relevance
         results = [self._search_result(row, detail_level, explain, floor, st) for row in rows]
         if explain:
