@@ -28,7 +28,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 from sqlalchemy.orm import Session
 
-from ultron.providers.base import EmbedKind, ProviderError
+from ultron.providers.base import EmbedderWrapper, EmbedKind, ProviderError
 
 log = logging.getLogger(__name__)
 
@@ -209,20 +209,12 @@ def provider_call(provider: str, operation: str) -> Iterator[None]:
         PROVIDER_LATENCY.labels(provider, operation).observe(time.perf_counter() - start)
 
 
-class InstrumentedEmbedder:
+class InstrumentedEmbedder(EmbedderWrapper):
     """An Embedder that times every call; delegates everything to the one it wraps."""
 
     def __init__(self, inner: Any, provider: str):
-        self.inner = inner
+        super().__init__(inner)
         self.provider = provider
-
-    @property
-    def model_name(self) -> str:
-        return str(self.inner.model_name)
-
-    @property
-    def dimension(self) -> int:
-        return int(self.inner.dimension)
 
     def embed(self, texts: Sequence[str], *, kind: EmbedKind = "document") -> list[list[float]]:
         with provider_call(self.provider, "embed"):

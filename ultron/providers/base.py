@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -114,3 +114,19 @@ def check_vectors(
             kind="bad_payload",
         )
     return matrix
+
+
+class EmbedderWrapper:
+    """An embedder around another one (bounded, cached, instrumented): its model and dimension are the
+    inner embedder's; a subclass adds what it does around `embed`."""
+
+    def __init__(self, inner: Any):
+        self.inner = inner
+
+    @property
+    def model_name(self) -> str:
+        return str(self.inner.model_name)
+
+    @property
+    def dimension(self) -> int:
+        return int(self.inner.dimension)

@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, TypeVar
 
-from ultron.providers.base import EmbedKind, ProviderError
+from ultron.providers.base import EmbedderWrapper, EmbedKind, ProviderError
 
 log = logging.getLogger(__name__)
 
@@ -98,20 +98,12 @@ class Bounded:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
 
-class BoundedEmbedder:
+class BoundedEmbedder(EmbedderWrapper):
     """An Embedder whose calls are bounded by a deadline and a breaker."""
 
     def __init__(self, inner: Any, provider: str, deadline_s: float, cooldown_s: float):
-        self.inner = inner
+        super().__init__(inner)
         self.bounded = Bounded(provider, deadline_s, cooldown_s)
-
-    @property
-    def model_name(self) -> str:
-        return str(self.inner.model_name)
-
-    @property
-    def dimension(self) -> int:
-        return int(self.inner.dimension)
 
     def embed(self, texts: Sequence[str], *, kind: EmbedKind = "document") -> list[list[float]]:
         return self.bounded.run(lambda: self.inner.embed(texts, kind=kind))

@@ -10,30 +10,22 @@ from typing import Any
 
 import numpy as np
 
-from ultron.providers.base import EmbedKind
+from ultron.providers.base import EmbedderWrapper, EmbedKind
 
 # Vectors kept (float32: 1.5 KB each at 384 dimensions, 4 KB at 1024) and the longest text kept.
 CACHE_SIZE = 4096
 CACHE_MAX_CHARS = 8000
 
 
-class CachedEmbedder:
+class CachedEmbedder(EmbedderWrapper):
     """Delegates to `inner`, embedding only the texts it has not seen recently (one call for all misses)."""
 
     def __init__(self, inner: Any, size: int = CACHE_SIZE):
-        self.inner = inner
+        super().__init__(inner)
         self.size = size
         self._cache: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
         self.hits = 0
-
-    @property
-    def model_name(self) -> str:
-        return str(self.inner.model_name)
-
-    @property
-    def dimension(self) -> int:
-        return int(self.inner.dimension)
 
     def embed(self, texts: Sequence[str], *, kind: EmbedKind = "document") -> list[list[float]]:
         texts = list(texts)
