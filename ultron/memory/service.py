@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -117,6 +118,23 @@ def _driver_sql(statement: TextClause, dialect: Any) -> str:
     return str(statement.compile(dialect=dialect))
 
 
+@cache
+def _raw_sql(statement: TextClause, dialect: Any) -> tuple[str, tuple[str, ...]]:
+    """The statement with PostgreSQL's own `$n` placeholders, and the parameter names in their order.
+
+    psycopg converts a `%(name)s` query on every call unless it is under 4 KB (its cache's limit); the
+    search statement is 9 KB, and the conversion cost ~0.5 ms a search. A RawCursor sends `$n` as is."""
+    names: list[str] = []
+
+    def number(match: re.Match[str]) -> str:
+        if match.group(1) not in names:
+            names.append(match.group(1))
+        return f"${names.index(match.group(1)) + 1}"
+
+    sql = re.sub(r"%\((\w+)\)s", number, _driver_sql(statement, dialect)).replace("%%", "%")
+    return sql, tuple(names)
+
+
 def _fetch_on_generic_plan(session: Session, statement: TextClause, params: dict[str, Any]) -> list[Any]:
     """Run the search statement on its generic plan, in one round trip.
 
@@ -125,14 +143,15 @@ def _fetch_on_generic_plan(session: Session, statement: TextClause, params: dict
     loses), which cost 1.5-2.5 ms a call, and the generic plan of this statement runs faster still. So the
     generic plan is asked for around this statement only, and the three (SET LOCAL, the search, RESET) go
     to the server together in one psycopg pipeline (with the transaction's BEGIN when it is the first)."""
+    from psycopg import RawCursor
     from psycopg.rows import namedtuple_row
 
     raw = session.connection().connection.driver_connection
-    sql = _driver_sql(statement, session.get_bind().dialect)
+    sql, names = _raw_sql(statement, session.get_bind().dialect)
     with raw.pipeline():
         raw.execute(_GENERIC_PLAN)
-        cursor = raw.cursor(row_factory=namedtuple_row)
-        cursor.execute(sql, params)
+        cursor = RawCursor(raw, row_factory=namedtuple_row)
+        cursor.execute(sql, [params[name] for name in names])
         raw.execute(_DEFAULT_PLAN)
     return cursor.fetchall()
 
