@@ -169,6 +169,52 @@ def _search_sql(tier: bool, candidates: int, pool: int) -> TextClause:
     return text(sql)
 
 
+def _memory_row(tenant_id: UUID, agent_id: UUID | None, p: _Prepared) -> dict[str, Any]:
+    """A new memory's columns from a prepared upload (single uploads and batches alike)."""
+    return {
+        "tenant_id": tenant_id,
+        "agent_id": agent_id,
+        "memory_type": p.memory_type,
+        **p.fields,
+        "tags": p.tags,
+        "summary_l0": p.summary_l0,
+        "overview_l1": p.overview_l1,
+        "embedding": p.embedding,
+        "content_hash": p.content_hash,
+        "search_tsv": document.tsvector(*p.fields.values(), *p.tags),
+        "scope": p.scope,
+        "group_name": p.group,
+        "redacted_entities": p.redacted,
+        "thread": p.thread,
+        "position": p.position,
+        "occurred_at": p.occurred_at,
+    }
+
+
+def _contribution_row(
+    actor: Actor, memory_id: UUID, p: _Prepared, decision: str, sim: float | None
+) -> dict[str, Any]:
+    return {
+        "tenant_id": actor.tenant_id,
+        "memory_id": memory_id,
+        "agent_id": actor.agent_id,
+        "decision": decision,
+        "similarity": sim,
+        "tags": p.tags,
+        **p.fields,
+    }
+
+
+def _activity_row(actor: Actor, kind: str, memory_id: UUID | None, detail: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "tenant_id": actor.tenant_id,
+        "agent_id": actor.agent_id,
+        "kind": kind,
+        "memory_id": memory_id,
+        "detail": detail,
+    }
+
+
 def content_hash(content: str, context: str, resolution: str) -> str:
     normalized = "\x1f".join(" ".join(f.split()).lower() for f in (content, context, resolution))
     return hashlib.sha256(normalized.encode()).hexdigest()
@@ -301,13 +347,13 @@ class MemoryService:
         ).all()
         return [(row.id, float(row.similarity)) for row in rows]
 
-    def _fields_of(self, session: Session, memory_id: UUID) -> dict[str, str]:
-        # memory_id comes from the tenant-scoped dedup probe; found by the key's leading column.
-        stmt = select(Memory.content, Memory.context, Memory.resolution).where(Memory.id == memory_id)
-        return dict(session.execute(stmt).one()._mapping)
+    def _fields_of(self, session: Session, actor: Actor, memory_id: UUID) -> dict[str, str]:
+        m = session.get(Memory, (memory_id, actor.tenant_id))
+        assert m is not None  # from the tenant's own dedup probe
+        return {"content": m.content, "context": m.context, "resolution": m.resolution}
 
-    def _judge(self, session: Session, p: _Prepared, memory_id: UUID) -> bool:
-        return bool(self.intelligence.judge_same(self._fields_of(session, memory_id), p.fields))
+    def _judge(self, session: Session, actor: Actor, p: _Prepared, memory_id: UUID) -> bool:
+        return bool(self.intelligence.judge_same(self._fields_of(session, actor, memory_id), p.fields))
 
     # --- upload --------------------------------------------------------------------------------
 
@@ -419,61 +465,28 @@ class MemoryService:
         if not pending:
             return
         ids = [uuid4() for _ in pending]
+        created = list(zip(ids, pending, strict=True))
         rows = [
-            {
-                "id": memory_id,
-                "tenant_id": actor.tenant_id,
-                "agent_id": actor.agent_id,
-                "memory_type": p.memory_type,
-                **p.fields,
-                "tags": p.tags,
-                "summary_l0": p.summary_l0,
-                "overview_l1": p.overview_l1,
-                "embedding": p.embedding,
-                "content_hash": p.content_hash,
-                "search_tsv": document.tsvector(*p.fields.values(), *p.tags),
-                "scope": p.scope,
-                "group_name": p.group,
-                "redacted_entities": p.redacted,
-                "thread": p.thread,
-                "position": p.position,
-                "occurred_at": p.occurred_at,
-            }
-            for memory_id, (_, _, p) in zip(ids, pending, strict=True)
+            {"id": memory_id, **_memory_row(actor.tenant_id, actor.agent_id, p)}
+            for memory_id, (_, _, p) in created
         ]
         session.execute(insert(Memory).values(rows))
         session.execute(
             insert(MemoryContribution).values(
-                [
-                    {
-                        "tenant_id": actor.tenant_id,
-                        "memory_id": memory_id,
-                        "agent_id": actor.agent_id,
-                        "decision": "created",
-                        "similarity": None,
-                        "tags": p.tags,
-                        **p.fields,
-                    }
-                    for memory_id, (_, _, p) in zip(ids, pending, strict=True)
-                ]
+                [_contribution_row(actor, memory_id, p, "created", None) for memory_id, (_, _, p) in created]
             )
         )
         session.execute(
             insert(ActivityEvent).values(
                 [
-                    {
-                        "tenant_id": actor.tenant_id,
-                        "agent_id": actor.agent_id,
-                        "kind": "upload",
-                        "memory_id": memory_id,
-                        "detail": {"memory_type": p.memory_type},
-                    }
-                    for memory_id, (_, _, p) in zip(ids, pending, strict=True)
+                    _activity_row(actor, "upload", memory_id, {"memory_type": p.memory_type})
+                    for memory_id, (_, _, p) in created
                 ]
             )
         )
-        loaded = {m.id: m for m in session.execute(select(Memory).where(Memory.id.in_(ids))).scalars()}
-        for memory_id, (i, req, p) in zip(ids, pending, strict=True):
+        stmt = select(Memory).where(Memory.tenant_id == actor.tenant_id, Memory.id.in_(ids))
+        loaded = {m.id: m for m in session.execute(stmt).scalars()}
+        for memory_id, (i, req, p) in created:
             if self.clusters is not None and p.scope == "shared":
                 self.clusters.assign(session, actor.tenant_id, memory_id, p.embedding)
             record = to_record(loaded[memory_id], actor.agent_name, 1)
@@ -491,10 +504,10 @@ class MemoryService:
         result = self._upload(session, actor, req, prepared)
         return result if self.companion is None else self.companion.after_upload(session, actor, req, result)
 
-    def _automatic(self, session: Session, p: _Prepared, memory_id: UUID, sim: float) -> bool:
+    def _automatic(self, session: Session, actor: Actor, p: _Prepared, memory_id: UUID, sim: float) -> bool:
         """A merge without the judge: cosine at or above HARD and agreeing distinguishing tokens (no other
         package, version, path, command, error code, number or date: heuristic.conflicts)."""
-        return sim >= self.hard_threshold and agree(self._fields_of(session, memory_id), p.fields)
+        return sim >= self.hard_threshold and agree(self._fields_of(session, actor, memory_id), p.fields)
 
     def merge_verdict(
         self, existing: dict[str, str], incoming: dict[str, str], sim: float
@@ -537,8 +550,8 @@ class MemoryService:
         judged: dict[UUID, bool] = {}
         if getattr(self.intelligence, "llm_available", False):
             for memory_id, sim in self._nearest(session, actor, p)[:1]:
-                if sim >= self.soft_threshold and not self._automatic(session, p, memory_id, sim):
-                    judged[memory_id] = self._judge(session, p, memory_id)
+                if sim >= self.soft_threshold and not self._automatic(session, actor, p, memory_id, sim):
+                    judged[memory_id] = self._judge(session, actor, p, memory_id)
         return judged
 
     def _decide(self, session: Session, actor: Actor, p: _Prepared, judged: dict[UUID, bool]) -> UploadResult:
@@ -558,10 +571,10 @@ class MemoryService:
     ) -> UploadResult | None:
         """Merge into the nearest memory if it is the same lesson (automatically, or by the judge in the
         soft band); None when the upload is a memory of its own."""
-        if self._automatic(session, p, memory_id, sim):
+        if self._automatic(session, actor, p, memory_id, sim):
             return self._merge(session, actor, p, memory_id, sim, "merged")
         if sim >= self.soft_threshold:
-            same = judged[memory_id] if memory_id in judged else self._judge(session, p, memory_id)
+            same = judged[memory_id] if memory_id in judged else self._judge(session, actor, p, memory_id)
             if same:
                 return self._merge(session, actor, p, memory_id, sim, "merged_judge")
         return None
@@ -573,24 +586,7 @@ class MemoryService:
         return UploadResult(record=self.get(session, actor, memory.id), decision="created")
 
     def _new_memory(self, session: Session, tenant_id: UUID, agent_id: UUID | None, p: _Prepared) -> Memory:
-        memory = Memory(
-            tenant_id=tenant_id,
-            agent_id=agent_id,
-            memory_type=p.memory_type,
-            **p.fields,
-            tags=p.tags,
-            summary_l0=p.summary_l0,
-            overview_l1=p.overview_l1,
-            embedding=p.embedding,
-            content_hash=p.content_hash,
-            search_tsv=document.tsvector(*p.fields.values(), *p.tags),
-            scope=p.scope,
-            group_name=p.group,
-            redacted_entities=p.redacted,
-            thread=p.thread,
-            position=p.position,
-            occurred_at=p.occurred_at,
-        )
+        memory = Memory(**_memory_row(tenant_id, agent_id, p))
         session.add(memory)
         session.flush()
         # Skills are read by the whole tenant: only shared memories feed clusters (and so skills).
@@ -789,30 +785,12 @@ class MemoryService:
     def _log_contribution(
         self, session: Session, actor: Actor, memory_id: UUID, p: _Prepared, decision: str, sim: float | None
     ) -> None:
-        session.add(
-            MemoryContribution(
-                tenant_id=actor.tenant_id,
-                memory_id=memory_id,
-                agent_id=actor.agent_id,
-                decision=decision,
-                similarity=sim,
-                tags=p.tags,
-                **p.fields,
-            )
-        )
+        session.add(MemoryContribution(**_contribution_row(actor, memory_id, p, decision, sim)))
 
     def _activity(
         self, session: Session, actor: Actor, kind: str, memory_id: UUID | None, detail: dict[str, Any]
     ) -> None:
-        session.add(
-            ActivityEvent(
-                tenant_id=actor.tenant_id,
-                agent_id=actor.agent_id,
-                kind=kind,
-                memory_id=memory_id,
-                detail=detail,
-            )
-        )
+        session.add(ActivityEvent(**_activity_row(actor, kind, memory_id, detail)))
 
     # --- hits ----------------------------------------------------------------------------------
 
