@@ -275,6 +275,12 @@ class Pair:
             self.peer.hits += bool(found.get("results"))
 
 
+def _in_turn(i: int, record: bool, ultron: tuple[Any, Any], mem0: tuple[Any, Any]) -> None:
+    """Ultron first on even rounds, mem0 first on odd ones: neither always finds the other's pages cached."""
+    for call, arg in (ultron, mem0) if i % 2 == 0 else (mem0, ultron):
+        call(arg, record)
+
+
 def measure(pairs: list[Pair], corpus: Any, uploads: int, searches: int, warmup: int) -> None:
     """Round by round: every size, Ultron and mem0 back to back, who goes first alternating."""
     from ultron.memory.text import embedding_text
@@ -283,23 +289,13 @@ def measure(pairs: list[Pair], corpus: Any, uploads: int, searches: int, warmup:
         fields = corpus.memory()
         text, record = embedding_text(**fields), i >= warmup
         for p in pairs:
-            if i % 2 == 0:
-                p.ultron_upload(fields, record)
-                p.mem0_upload(text, record)
-            else:
-                p.mem0_upload(text, record)
-                p.ultron_upload(fields, record)
+            _in_turn(i, record, (p.ultron_upload, fields), (p.mem0_upload, text))
         print(f"\r  uploads: {i + 1}/{warmup + uploads}", end="", file=sys.stderr)
     print(file=sys.stderr)
     for i in range(warmup + searches):
         query, record = corpus.query(corpus.memory()), i >= warmup
         for p in pairs:
-            if i % 2 == 0:
-                p.ultron_search(query, record)
-                p.mem0_search(query, record)
-            else:
-                p.mem0_search(query, record)
-                p.ultron_search(query, record)
+            _in_turn(i, record, (p.ultron_search, query), (p.mem0_search, query))
         print(f"\r  searches: {i + 1}/{warmup + searches}", end="", file=sys.stderr)
     print(file=sys.stderr)
 
