@@ -18,6 +18,7 @@ import threading
 import spacy
 from presidio_analyzer.context_aware_enhancers import ContextAwareEnhancer
 from presidio_analyzer.nlp_engine import NerModelConfiguration, NlpArtifacts, SpacyNlpEngine
+from spacy.language import Language
 
 log = logging.getLogger(__name__)
 
@@ -41,20 +42,24 @@ class OfflineSpacyNlpEngine(SpacyNlpEngine):
         )
         self.model = model
         self.person_languages: frozenset[str] = frozenset()
+        self.pipelines: dict[str, Language] = {}
         self._model_lock = threading.Lock()
 
     def load(self) -> None:  # noqa: D102
-        self.nlp = {lang: spacy.blank(lang) for lang in LANGUAGES}
+        pipelines: dict[str, Language] = {lang: spacy.blank(lang) for lang in LANGUAGES}
         if self.model:
             loaded = load_model(self.model)
             if loaded is not None:
                 lang = loaded.lang if loaded.lang in LANGUAGES else "en"
-                self.nlp[lang] = loaded
+                pipelines[lang] = loaded
                 self.person_languages = frozenset({lang})
+        self.pipelines = pipelines
+        # Presidio's base class leaves `nlp` unannotated and sets it to None in __init__: mypy types it None.
+        self.nlp = pipelines  # type: ignore[assignment]
 
     def empty_artifacts(self, language: str) -> NlpArtifacts:
         """What the recognizers get when no NER is wanted: no tokens, no entities."""
-        return NlpArtifacts([], self.nlp[language].make_doc(""), [], [], self, language, scores=[])
+        return NlpArtifacts([], self.pipelines[language].make_doc(""), [], [], self, language, scores=[])
 
     def process_text(self, text, language):  # noqa: D102
         if language not in self.person_languages:
@@ -69,7 +74,8 @@ class OfflineSpacyNlpEngine(SpacyNlpEngine):
             return [self.empty_artifacts(language) for _ in texts]
         views = [_LONG_RUN.sub(lambda m: " " * len(m.group()), text) for text in texts]
         with self._model_lock:
-            return [artifacts for _, artifacts in self.process_batch(views, language, batch_size=batch_size)]
+            # Without as_tuples each item is (text, artifacts); the stub's union also names a 3-tuple.
+            return [item[1] for item in self.process_batch(views, language, batch_size=batch_size)]
 
     def _get_entities(self, doc):  # noqa: D102
         return [ent for ent in doc.ents if ent.label_ in PERSON_LABELS and plausible_name(doc.text, ent)]

@@ -53,9 +53,9 @@ class RedactionPolicy:
             _check_entity_name(name, "disabled_entities")
         for item in self.extra_patterns:
             _check_pattern(item)
-        for item in self.allow_list:
-            if not isinstance(item, str) or not item:
-                raise ValueError(f"allow_list entries must be non-empty strings, got {item!r}")
+        for word in self.allow_list:
+            if not isinstance(word, str) or not word:
+                raise ValueError(f"allow_list entries must be non-empty strings, got {word!r}")
         if self.spacy_model is not None and (not isinstance(self.spacy_model, str) or not self.spacy_model):
             raise ValueError(f"spacy_model must be a non-empty string or null, got {self.spacy_model!r}")
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 import bisect
 import threading
 from collections import Counter, OrderedDict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import regex as re
 from presidio_analyzer import AnalyzerEngine, EntityRecognizer, RecognizerRegistry, RecognizerResult
+from presidio_analyzer.nlp_engine import NlpArtifacts
 from presidio_analyzer.predefined_recognizers import SpacyRecognizer
 
 from ultron.privacy import validators
@@ -162,7 +163,8 @@ class Redactor:
             ):
                 wanted[language].append(text)
         for language, batch in wanted.items():
-            nlp = plan.engine.nlp_engine
+            nlp = _nlp(plan.engine)
+            artifacts: Sequence[NlpArtifacts | None]
             if "PERSON" not in plan.entities[language] or language not in nlp.person_languages:
                 artifacts = [None] * len(batch)  # no NER wanted: analyze() alone is cheap
             else:
@@ -197,7 +199,7 @@ class Redactor:
             entities=plan.entities[language],
             allow_list=list(plan.policy.allow_list) or None,
             ad_hoc_recognizers=plan.extra[language] or None,
-            nlp_artifacts=plan.engine.nlp_engine.empty_artifacts(language) if skip_ner else artifacts,
+            nlp_artifacts=_nlp(plan.engine).empty_artifacts(language) if skip_ner else artifacts,
         )
         return _resolve(results)
 
@@ -252,7 +254,8 @@ class Redactor:
     def _build_plan(self, policy: RedactionPolicy) -> _Plan:
         engine, person_languages = self._engine(policy.spacy_model)
         extra_names = {name for name, _ in policy.extra_patterns}
-        entities, extra = {}, {}
+        entities: dict[str, list[str]] = {}
+        extra: dict[str, list[EntityRecognizer]] = {}
         for lang in LANGUAGES:
             builtin = BUILTIN_ENTITIES - {"PERSON"} | ({"PERSON"} if lang in person_languages else set())
             entities[lang] = sorted(e for e in builtin | extra_names if policy.enabled(e))
@@ -262,11 +265,12 @@ class Redactor:
                 if policy.enabled(name)
             ]
         person = any("PERSON" in entities[lang] for lang in LANGUAGES)
-        builtin = "|".join(
+        builtin_triggers = "|".join(
             _TRIGGERS[e] for e in sorted(_TRIGGERS) if policy.enabled(e) and (e != "PERSON" or person)
         )
         # Tenant patterns are their own pre-check, each apart: joined, their group numbers would shift.
-        triggers = ([builtin] if builtin else []) + [r.patterns[0].regex for r in extra["en"]]
+        tenant_triggers = [regex for name, regex in policy.extra_patterns if policy.enabled(name)]
+        triggers = ([builtin_triggers] if builtin_triggers else []) + tenant_triggers
         return _Plan(policy, engine, entities, extra, [re.compile(t, re.MULTILINE) for t in triggers])
 
     def _engine(self, model: str | None) -> tuple[AnalyzerEngine, frozenset[str]]:
@@ -303,6 +307,11 @@ class _Plan:
     entities: dict[str, list[str]]
     extra: dict[str, list[EntityRecognizer]]
     triggers: list[re.Pattern]
+
+
+def _nlp(engine: AnalyzerEngine) -> OfflineSpacyNlpEngine:
+    """The analyzer's NLP engine, typed as what `_engine` always builds it with."""
+    return cast(OfflineSpacyNlpEngine, engine.nlp_engine)
 
 
 def _is_chinese(text: str) -> bool:

@@ -39,7 +39,7 @@ class SpanRecognizer(PatternRecognizer):
             patterns=[Pattern(f"{entity}_{i}", p, SCORE) for i, p in enumerate(patterns)],
             global_regex_flags=flags,
         )
-        self._compiled = [re.compile(p.regex, flags) for p in self.patterns]
+        self._compiled = [re.compile(p, flags) for p in patterns]
         self._accept = accept
 
     def analyze(self, text, entities, nlp_artifacts=None, regex_flags=None):  # noqa: D102
@@ -65,7 +65,8 @@ def result(recognizer: EntityRecognizer, entity: str, start: int, end: int) -> R
         end=end,
         score=SCORE,
         recognition_metadata={
-            RecognizerResult.RECOGNIZER_NAME_KEY: recognizer.name,
+            # Presidio sets `name` in both branches of an if without annotating it: mypy cannot type it.
+            RecognizerResult.RECOGNIZER_NAME_KEY: recognizer.name,  # type: ignore[has-type]
             RecognizerResult.RECOGNIZER_IDENTIFIER_KEY: recognizer.id,
         },
     )
