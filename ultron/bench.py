@@ -95,7 +95,12 @@ def _pct(values: list[float], q: float) -> float:
 
 
 def bulk_fill(  # type: ignore[no-untyped-def]
-    hub, tenant_id: uuid.UUID, agent_id: uuid.UUID, corpus: Corpus, count: int, keep: list | None = None
+    hub,
+    tenant_id: uuid.UUID,
+    agent_id: uuid.UUID | None,
+    corpus: Corpus,
+    count: int,
+    keep: list | None = None,
 ) -> float:
     """Insert `count` synthetic memories with binary COPY; drop and rebuild the HNSW index around it.
 

@@ -347,12 +347,16 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _check_bands(self) -> Settings:
+        self.check_bands()
+        return self
+
+    def check_bands(self) -> None:
+        """Raise ValueError when the dedup thresholds or the tier percentiles cross."""
         hard, soft = self.dedup_thresholds
         if soft > hard:
             raise ValueError(f"dedup_soft_threshold ({soft}) must not exceed the hard threshold ({hard})")
         if self.hot_percentile + self.warm_percentile > 100:
             raise ValueError("hot_percentile + warm_percentile must be <= 100")
-        return self
 
     @property
     def dedup_thresholds(self) -> tuple[float, float]:

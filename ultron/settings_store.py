@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Any
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
@@ -92,10 +92,8 @@ class RuntimeChange(BaseModel):
 
 
 def _adapter(name: str) -> TypeAdapter[Any]:
-    info = Settings.model_fields[name]
-    if not info.metadata:
-        return TypeAdapter(info.annotation)
-    return TypeAdapter(Annotated[info.annotation, *info.metadata])  # type: ignore[name-defined]
+    # The field's annotation with its constraints (ge=, le=, ...) as Annotated metadata, as declared.
+    return TypeAdapter(Settings.model_fields[name].rebuild_annotation())
 
 
 _ADAPTERS = {name: _adapter(name) for name in EDITABLE}
@@ -216,7 +214,7 @@ class RuntimeSettings:
         stored = {row.name: row.value for row in self._stored(session, actor.tenant_id)}
         after = {k: v for k, v in stored.items() if k not in change.reset} | values
         try:
-            self.base.model_copy(update=after)._check_bands()
+            self.base.model_copy(update=after).check_bands()
         except ValueError as exc:
             raise ValidationFailed(str(exc)) from None
         before = {name: stored.get(name, getattr(self.base, name)) for name in [*values, *change.reset]}

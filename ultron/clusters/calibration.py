@@ -54,7 +54,7 @@ def embed_topics(embedder: Any, rows: Sequence[dict[str, str]]) -> np.ndarray:
     return np.asarray([unit(v) for v in embedder.embed(texts, kind="document")])
 
 
-def cluster_online(vectors: np.ndarray, threshold: float, order: Sequence[int]) -> list[int]:
+def cluster_online(vectors: np.ndarray, threshold: float, order: Sequence[int] | np.ndarray) -> list[int]:
     """Each vector's cluster, assigned one at a time in `order` with `ClusterService.assign`'s rule."""
     means: list[np.ndarray] = []
     counts: list[int] = []

@@ -11,7 +11,7 @@ import dataclasses
 import math
 import random
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
@@ -122,7 +122,7 @@ class CompanionService:
         budget = st.brief_max_tokens if max_tokens is None else max_tokens
         params = _visibility(actor)
         pinned = session.execute(q("brief_pinned"), {**params, "limit": BRIEF_PINNED_LIMIT}).all()
-        personal: list[Any] = []
+        personal: Sequence[Any] = []
         if st.brief_personal_limit > 0:
             personal = session.execute(
                 q("brief_personal_used" if vector is None else "brief_personal_near"),

@@ -23,8 +23,9 @@ import time
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
+import psycopg
 from sqlalchemy import create_engine, event, text
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import InterfaceError, OperationalError
@@ -51,7 +52,7 @@ def _normalize_url(url: str) -> str:
     return url
 
 
-def _register_vector(dbapi_conn: object, _record: object) -> None:
+def _register_vector(dbapi_conn: psycopg.Connection[Any], _record: object) -> None:
     from pgvector.psycopg import register_vector
 
     try:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Protocol
 
-from sqlalchemy import text
+from sqlalchemy import TextClause, text
 from sqlalchemy.engine import Connection, Engine
 
 from ultron.errors import EmbeddingModelMismatch
@@ -25,6 +26,12 @@ EXTRA_VECTORS = (
 EXTRA_HNSW = (("knowledge_clusters", "centroid"), ("skills", "embedding"))
 
 
+class Executes(Protocol):
+    """What runs the index DDL: a SQLAlchemy connection or session, or a raw-connection adapter (bench)."""
+
+    def execute(self, statement: TextClause, /) -> Any: ...
+
+
 @dataclass(frozen=True)
 class Profile:
     provider: str
@@ -39,13 +46,13 @@ def read_profile(conn: Connection) -> Profile | None:
     return Profile(*row) if row else None
 
 
-def drop_vector_index(conn: Connection) -> None:
+def drop_vector_index(conn: Executes) -> None:
     conn.execute(text("DROP INDEX IF EXISTS ix_memories_embedding_hnsw"))
     for table, column in EXTRA_HNSW:
         conn.execute(text(f"DROP INDEX IF EXISTS ix_{table}_{column}_hnsw"))
 
 
-def create_vector_index(conn: Connection) -> None:
+def create_vector_index(conn: Executes) -> None:
     # Partial: every nearest-neighbour query reads active memories only, and archiving a memory (a
     # non-HOT update) then adds no graph entry -- a rebalance that archives thousands stays cheap.
     conn.execute(

@@ -141,7 +141,7 @@ def parse(path: Path) -> tuple[list[dict], list[dict]]:
     start = datetime.min
     minute = 0
     rng = random.Random(path.name)
-    pools = {}
+    pools: dict[str, list[str]] = {}
 
     def add_turn(speaker: str, text: str) -> str:
         nonlocal minute

@@ -129,7 +129,7 @@ def main(args: argparse.Namespace) -> int:
             print(json.dumps(rows[-1]), flush=True)
         eligible = [r for r in rows if r["dev_r10"] >= 0.97] or rows
         best = max(eligible, key=lambda r: r["conv_r10"] + r["conv_mrr"] + r["dev_mrr"])
-        fusion = {
+        fusion: dict[str, Any] = {
             k: best[k] for k in ("search_fusion", "fulltext_weight", "rrf_k", "lexical_half") if k in best
         }
         print(f"best fusion: {json.dumps(fusion)}", flush=True)

@@ -7,8 +7,9 @@ hub keeps data, so its memories must be deleted or moved first.
 from __future__ import annotations
 
 import re
+from typing import Any, cast
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import CursorResult, delete, func, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
@@ -137,12 +138,16 @@ def remove_member(session: Session, actor: Actor, name: str, agent: str) -> Grou
     _admin(actor)
     group = _group(session, actor, name)
     member = _agent(session, actor, agent)
-    gone = session.execute(
-        delete(GroupMember).where(
-            GroupMember.tenant_id == actor.tenant_id,
-            GroupMember.group_id == group.id,
-            GroupMember.agent_id == member.id,
-        )
+    # A DELETE's result is a CursorResult (it has rowcount); Session.execute is typed as returning Result.
+    gone = cast(
+        CursorResult[Any],
+        session.execute(
+            delete(GroupMember).where(
+                GroupMember.tenant_id == actor.tenant_id,
+                GroupMember.group_id == group.id,
+                GroupMember.agent_id == member.id,
+            )
+        ),
     )
     if gone.rowcount == 0:
         raise NotFound(f"agent {agent!r} is not in group {name!r}")

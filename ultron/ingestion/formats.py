@@ -279,7 +279,7 @@ def normalize_line(obj: Any, line: int, session: ParsedSession) -> list[Message]
     when = parse_time(obj.get("timestamp") or obj.get("created_at") or obj.get("time"))
     kind = obj.get("type")
     if obj.get("_type") == "metadata" or kind in ("session_meta", "metadata"):
-        meta = obj.get("payload") if isinstance(obj.get("payload"), dict) else obj
+        meta: dict[str, Any] = obj["payload"] if isinstance(obj.get("payload"), dict) else obj
         session.metadata.update({k: v for k, v in meta.items() if k not in ("_type", "type", "instructions")})
         session.formats["codex" if kind == "session_meta" else "openai"] += 0
         return []
@@ -352,8 +352,9 @@ def parse_session(data: bytes) -> ParsedSession:
             continue
         try:
             obj = json.loads(raw)
-        except ValueError as exc:
-            session.errors.append(LineError(number, f"not JSON: {exc.msg}"))
+        except ValueError as exc:  # JSONDecodeError, or int() refusing a 4,300-digit number
+            why = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+            session.errors.append(LineError(number, f"not JSON: {why}"))
             continue
         try:
             messages.extend(normalize_line(obj, number, session))

@@ -12,6 +12,7 @@ from mcp.server.fastmcp import Context
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.requests import Request
 from starlette.responses import JSONResponse
+from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from ultron.api.auth import AuthPolicy, is_loopback
@@ -87,8 +88,10 @@ def mount_mcp(app: FastAPI, hub: Hub) -> None:
         transport_security=security,
     )
     mcp_app = server.streamable_http_app()
-    route = next(r for r in mcp_app.routes if getattr(r, "path", None) == MCP_PATH)
-    app.add_route(MCP_PATH, BearerGate(route.app, hub, app.state.auth), include_in_schema=False)
+    route = next(r for r in mcp_app.routes if isinstance(r, Route) and r.path == MCP_PATH)
+    # Starlette's Route runs a class instance endpoint as an ASGI app; add_route's hint names functions only.
+    gate = BearerGate(route.app, hub, app.state.auth)
+    app.add_route(MCP_PATH, gate, include_in_schema=False)  # type: ignore[arg-type]
     outer = app.router.lifespan_context
 
     @asynccontextmanager

@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
 
     size = min(args.batch_size, MAX_BATCH_ITEMS)
     corpus = Corpus()
-    items = [corpus.memory() for _ in range(args.items)]
+    items: list[dict[str, Any]] = [corpus.memory() for _ in range(args.items)]
     chunks = [items[i : i + size] for i in range(0, len(items), size)]
     per_chunk = max(1, args.single // len(chunks))
     names = {kind: f"ultron_bbench_{uuid.uuid4().hex[:8]}_{kind}" for kind in ("batch", "single")}
@@ -55,11 +55,12 @@ def run(args: argparse.Namespace) -> int:
             for kind, name in names.items():
                 with psycopg.connect(admin, autocommit=True) as conn:
                     conn.execute(f"CREATE DATABASE {name}")
+                dimension: dict[str, Any] = {"embedding_dimension": 256} if args.embedder == "hash" else {}
                 settings = Settings(
                     database_url=_admin_url(server, name),
                     embedding_provider=args.embedder,
                     hit_flush_seconds=0,
-                    **({"embedding_dimension": 256} if args.embedder == "hash" else {}),
+                    **dimension,
                 )
                 hubs[kind] = Hub.open(settings)
             clients = {k: Ultron._of(LocalBackend(h, owns_hub=False)) for k, h in hubs.items()}

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ultron.memory.text import embedding_text
+from ultron.providers.base import EmbedKind
 
 LABELS = ("duplicate", "distinct")
 FIELDS = ("content", "context", "resolution")
@@ -55,9 +56,10 @@ EmbedFn = Callable[[list[str]], Sequence[Sequence[float]]]
 
 
 class _Embedder(Protocol):
-    model_name: str
+    @property
+    def model_name(self) -> str: ...
 
-    def embed(self, texts: Sequence[str], *, kind: str = "document") -> list[list[float]]: ...
+    def embed(self, texts: Sequence[str], *, kind: EmbedKind = "document") -> list[list[float]]: ...
 
 
 # --- data ---------------------------------------------------------------------------------------------

@@ -147,6 +147,7 @@ def _fetch_on_generic_plan(session: Session, statement: TextClause, params: dict
     from psycopg.rows import namedtuple_row
 
     raw = session.connection().connection.driver_connection
+    assert raw is not None  # a checked-out connection always has one; SQLAlchemy types it Optional
     sql, names = _raw_sql(statement, session.get_bind().dialect)
     with raw.pipeline():
         raw.execute(_GENERIC_PLAN)

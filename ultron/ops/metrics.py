@@ -261,11 +261,11 @@ class QueueDepthCollector(Collector):
             for name, probe in queue_probes().items():
                 try:
                     with self.session.begin_nested():  # a failing probe must not spoil the next one
-                        depth = probe(self.session)
+                        probed = probe(self.session)
                 except Exception:  # a broken probe must not take the whole scrape down
                     log.exception("queue probe %s failed", name)
                     continue
-                for queue, n in depth.items() if isinstance(depth, Mapping) else [(name, depth)]:
+                for queue, n in probed.items() if isinstance(probed, Mapping) else [(name, probed)]:
                     family.add_metric([queue], n)
         yield family
 

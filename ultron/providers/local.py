@@ -82,7 +82,8 @@ class MicroBatcher:
     def _take(self) -> list[_Request]:
         """The oldest request and the queued ones of the same kind after it, up to max_texts texts."""
         first = self._queue[0]
-        group, count = [], 0
+        group: list[_Request] = []
+        count = 0
         for request in list(self._queue):
             if request.encode == first.encode and (not group or count + len(request.texts) <= self.max_texts):
                 group.append(request)

@@ -8,6 +8,7 @@ written: relative, `/`-separated, no `..`, no hidden segment, no backslash, driv
 from __future__ import annotations
 
 import io
+import os
 import re
 import stat
 import zipfile
@@ -155,7 +156,7 @@ def _walk(root: Path, at: Path) -> Iterator[Path]:
             yield entry
 
 
-def read_dir(directory: str | Path) -> dict[str, str]:
+def read_dir(directory: str | os.PathLike[str]) -> dict[str, str]:
     """A skill folder (holding SKILL.md) as `{relative path: text}`, read on this machine."""
     root = Path(directory).expanduser()
     if not (root / SKILL_MD).is_file():
@@ -187,7 +188,7 @@ def skill_dirs(directory: str | Path) -> list[Path]:
     return found
 
 
-def write_dir(directory: str | Path, slug: str, files: Mapping[str, str]) -> Path:
+def write_dir(directory: str | os.PathLike[str], slug: str, files: Mapping[str, str]) -> Path:
     """Write `DIR/<slug>/...`; every path checked, nothing written outside it or through a link."""
     check_path(slug)
     if "/" in slug:

@@ -148,9 +148,16 @@ def _from_json(text: str) -> Answer | None:
     body = next((obj[k] for k in ("body", "content", "markdown") if isinstance(obj.get(k), str)), None)
     if not body:
         return None
-    name = obj.get("name") if isinstance(obj.get("name"), str) else ""
-    description = obj.get("description") if isinstance(obj.get("description"), str) else ""
-    return Answer(SkillDoc(name, description, body.strip(), {}), obj.get("topic_changed") is True)
+    name, description = obj.get("name"), obj.get("description")
+    return Answer(
+        SkillDoc(
+            name if isinstance(name, str) else "",
+            description if isinstance(description, str) else "",
+            body.strip(),
+            {},
+        ),
+        obj.get("topic_changed") is True,
+    )
 
 
 def _from_markdown(text: str) -> Answer | None:

@@ -180,7 +180,7 @@ class Vault:
             )
             if after is not None:
                 stmt = stmt.where(func.row(Memory.created_at, Memory.id) > func.row(*after))
-            page = [(m, name) for m, name in session.execute(stmt)]
+            page: list[tuple[Memory, str | None]] = [(m, name) for m, name in session.execute(stmt)]
             if not page:
                 return
             yield page
