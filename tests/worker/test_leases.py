@@ -13,9 +13,11 @@ from collections import Counter
 
 from sqlalchemy import func, select, text
 
-from tests.worker.conftest import RecordingPipeline, ingest_sessions
+from tests.worker.conftest import SESSIONS, RecordingPipeline, ingest_sessions
 from ultron.db.models import Memory, MemorySource, SessionRecord, TaskSegment
 from ultron.hub import build_worker
+from ultron.ingestion.schemas import IngestFile
+from ultron.tenancy import authenticate, create_agent, local_actor
 from ultron.worker import queues
 from ultron.worker.queues import SEGMENT, LeasePolicy
 from ultron.worker.runner import ITEM_STEPS, Worker
@@ -177,3 +179,28 @@ def test_heartbeat_extends_held_leases_and_stop_releases_them(worker_hub):
     with hub.db.session() as session:
         rows = session.execute(select(SessionRecord.lease_owner, SessionRecord.attempts)).all()
     assert all(owner is None and attempts == 0 for owner, attempts in rows)
+
+
+def test_a_caller_that_waits_drains_only_its_tenant_through_the_same_leases(worker_hub):
+    """process_due (POST /trajectory/process, the SDK, the demo) is the worker's drain narrowed to one
+    tenant: another tenant's items stay queued, an item another worker holds is left to it."""
+    hub = worker_hub()
+    ingest_sessions(hub, 3)
+    with hub.db.session() as session:
+        _, key = create_agent(session, "bob", "other")
+        bob = authenticate(session, key)
+        files = [IngestFile(f"bob-{i}.jsonl", (SESSIONS / "multi_task.jsonl").read_bytes()) for i in range(2)]
+        hub.ingestion.ingest_files(session, bob, files)
+    with hub.db.session() as session:
+        mine = local_actor(session).tenant_id
+        held = queues.lease(session, SEGMENT, "busy", LeasePolicy(60.0, 5, 0.0), tenant_id=mine)[0]
+    counts = build_worker(hub).process_due(mine)
+    assert counts["sessions"] == 2 and counts["failed"] == 0 and counts["scored"] == counts["new_segments"]
+    with hub.db.session() as session:
+        queued = session.execute(
+            select(SessionRecord.id, SessionRecord.tenant_id, SessionRecord.lease_owner).where(
+                SessionRecord.needs_segmentation
+            )
+        ).all()
+    assert {(r.id, r.lease_owner) for r in queued if r.tenant_id == mine} == {(held.id, "busy")}
+    assert sum(r.tenant_id == bob.tenant_id for r in queued) == 2

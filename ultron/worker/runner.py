@@ -225,7 +225,7 @@ class Worker:
                 break
             taken += len(leased)
             for item in leased:
-                result, value = self._process(queue, handler, item, outcome)
+                result, value = self.process(queue, handler, item, outcome)
                 counts[result] += 1
                 if result in ("failed", "parked"):
                     failed.add(item.id)
@@ -233,11 +233,9 @@ class Worker:
                     results.append(value)
         return counts
 
-    def process(self, queue: Queue, handler: Handler, item: Leased, outcome: StepOutcome) -> str:
-        """One item in its own transaction; a failure is recorded in a separate short one."""
-        return self._process(queue, handler, item, outcome)[0]
-
-    def _process(self, queue: Queue, handler: Handler, item: Leased, outcome: StepOutcome) -> tuple[str, Any]:
+    def process(self, queue: Queue, handler: Handler, item: Leased, outcome: StepOutcome) -> tuple[str, Any]:
+        """One item in its own transaction; a failure is recorded in a separate short one. Returns done,
+        failed, parked or lost, and what the step returned."""
         try:
             with self.db.session() as session:
                 if not queues.claim(session, queue, item.id, self.id):
