@@ -1,5 +1,4 @@
--- Ingestion and the Trajectory Hub. Work selection here is for in-process callers (process_pending);
--- the worker leases the same rows with its own statements, so both skip rows the other has locked.
+-- Ingestion and the Trajectory Hub. Work selection (leases) is the worker's: sql/worker.sql.
 
 -- name: session_digests
 -- A stored session's message digests in order: a re-sent file is recognised as unchanged in one read.
@@ -14,30 +13,6 @@ SELECT s.source, s.message_count,
        (SELECT array_agg(m.digest ORDER BY m.seq) FROM session_messages m WHERE m.session_id = s.id) AS digests
 FROM sessions s
 WHERE s.tenant_id = :tenant_id AND s.agent_name = :agent_name AND s.source = ANY(:sources);
-
--- name: pending_sessions
--- Sessions waiting for (re-)segmentation, oldest due first; rows under a live lease are left alone.
-SELECT id FROM sessions
-WHERE needs_segmentation AND parked_at IS NULL AND next_attempt_at <= now()
-  AND (lease_expires_at IS NULL OR lease_expires_at < now())
-  AND (CAST(:tenant_id AS uuid) IS NULL OR tenant_id = CAST(:tenant_id AS uuid))
-ORDER BY next_attempt_at
-LIMIT :limit;
-
--- name: pending_segments
--- Segments at one stage ('score' or 'extract'), oldest due first.
-SELECT id FROM task_segments
-WHERE stage = :stage AND parked_at IS NULL AND next_attempt_at <= now()
-  AND (lease_expires_at IS NULL OR lease_expires_at < now())
-  AND (CAST(:tenant_id AS uuid) IS NULL OR tenant_id = CAST(:tenant_id AS uuid))
-ORDER BY next_attempt_at
-LIMIT :limit;
-
--- name: lock_session_for_work
-SELECT id FROM sessions WHERE id = :id AND needs_segmentation FOR UPDATE SKIP LOCKED;
-
--- name: lock_segment_for_work
-SELECT id FROM task_segments WHERE id = :id AND stage = :stage FOR UPDATE SKIP LOCKED;
 
 -- name: link_memory_source
 -- A segment's upload created or merged into a memory: link them (a row, so a later merge keeps it).

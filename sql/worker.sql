@@ -9,7 +9,8 @@
 --   fail     a separate short transaction: back off base x 2^(attempts-1), park after max attempts;
 --   park     ready rows whose attempts ran out by lease expiry alone (the worker died each time);
 --   release  at shutdown: leases taken but not started go back, the attempt not counted.
--- `exclude` holds the items that already failed in this drain: one pass never retries them.
+-- `exclude` holds the items that already failed in this drain: one pass never retries them; `tenant_id`
+-- (NULL: every tenant) narrows a drain to one tenant's items (a request that waits on its own work).
 
 -- name: lease_sessions
 WITH picked AS (
@@ -18,6 +19,7 @@ WITH picked AS (
     WHERE s.needs_segmentation AND s.parked_at IS NULL AND s.next_attempt_at <= now()
       AND (s.lease_expires_at IS NULL OR s.lease_expires_at < now())
       AND s.attempts < :max_attempts AND s.id <> ALL(CAST(:exclude AS uuid[]))
+      AND (CAST(:tenant_id AS uuid) IS NULL OR s.tenant_id = CAST(:tenant_id AS uuid))
     ORDER BY s.next_attempt_at, s.id
     LIMIT :limit
     FOR UPDATE SKIP LOCKED
@@ -37,6 +39,7 @@ WITH picked AS (
     WHERE g.stage = :stage AND g.parked_at IS NULL AND g.next_attempt_at <= now()
       AND (g.lease_expires_at IS NULL OR g.lease_expires_at < now())
       AND g.attempts < :max_attempts AND g.id <> ALL(CAST(:exclude AS uuid[]))
+      AND (CAST(:tenant_id AS uuid) IS NULL OR g.tenant_id = CAST(:tenant_id AS uuid))
     ORDER BY g.next_attempt_at, g.id
     LIMIT :limit
     FOR UPDATE SKIP LOCKED

@@ -13,6 +13,7 @@ from sqlalchemy import select
 from tests.skills.conftest import DOCKER, POSTGRES, PYTEST
 from ultron.db.models import Skill, Tenant
 from ultron.sdk import Ultron
+from ultron.worker.evolution import run_evolution_cycle
 
 KUBERNETES = [
     "kubernetes pod stuck in CrashLoopBackOff; read the previous container logs with kubectl logs -p",
@@ -37,7 +38,7 @@ def stock_skills(hub: Any) -> dict[str, Any]:
     ids = {topic: [carol.upload_memory(t).id for t in texts] for topic, texts in TOPICS.items()}
     dave = Ultron(hub=hub, agent="dave", tenant=OTHER_TENANT)
     ids["kubernetes"] = [dave.upload_memory(t).id for t in KUBERNETES]
-    counts = hub.skills.run_evolution_cycle()
+    counts = run_evolution_cycle(hub.db, hub.skills)
     assert counts["published"] == 4, counts
     return {"carol": carol, "dave": dave, "ids": ids}
 

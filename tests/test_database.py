@@ -35,10 +35,6 @@ EXPECTED_QUERIES |= {
 EXPECTED_QUERIES |= {
     "session_digests",
     "sessions_digests",
-    "pending_sessions",
-    "pending_segments",
-    "lock_session_for_work",
-    "lock_segment_for_work",
     "link_memory_source",
     "archive_segment_memories",
     "segment_stage_counts",

@@ -138,7 +138,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from ultron.api.app import create_app
     from ultron.api.auth import is_loopback
-    from ultron.hub import Hub
+    from ultron.hub import Hub, build_worker
     from ultron.ops.logs import configure_logging, logging_config
     from ultron.tenancy import count_issued_keys
 
@@ -167,7 +167,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         if run_worker:
             from ultron.worker.runner import BackgroundWorker
 
-            worker = BackgroundWorker(hub)
+            worker = BackgroundWorker(build_worker(hub))
         url = f"http://{_client_host(settings.host)}:{settings.port}"
         try:
             settings.data_dir.mkdir(parents=True, exist_ok=True)

@@ -14,6 +14,8 @@ from ultron.memory.hits import HitBuffer
 from ultron.memory.service import MemoryService
 from ultron.ops.metrics import InstrumentedChat, InstrumentedEmbedder
 from ultron.providers.base import Embedder
+from ultron.trajectory.pipeline import Steps
+from ultron.worker.runner import ItemSteps, Worker
 
 log = logging.getLogger(__name__)
 
@@ -166,3 +168,17 @@ class Hub:
             bounded = getattr(provider, "bounded", None)
             if bounded is not None:
                 bounded.close()
+
+
+def build_worker(hub: Hub, *, worker_id: str | None = None, steps: ItemSteps | None = None) -> Worker:
+    """The worker with the collaborators its steps use (the worker never sees the hub). `steps`: the
+    trajectory pipeline's, unless a test wraps them."""
+    return Worker(
+        hub.db,
+        hub.settings,
+        steps=steps or Steps(hub.settings, hub.intelligence, hub.memory),
+        memory=hub.memory,
+        runtime=hub.runtime,
+        skills=hub.skills,
+        worker_id=worker_id,
+    )

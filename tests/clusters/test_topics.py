@@ -16,6 +16,7 @@ from ultron.hub import build_embedder
 from ultron.sdk import Ultron
 from ultron.skills import evolve
 from ultron.tenancy import local_actor
+from ultron.worker.evolution import run_evolution_cycle
 
 TOPICS = calibration.load_topics()
 LABELS = [r["topic"] for r in TOPICS]
@@ -123,7 +124,7 @@ def test_uploads_cluster_by_topic_and_skills_cite_only_their_topic(make_hub, loc
     for c, label in zip(assigned, labels, strict=True):
         by_cluster.setdefault(c, Counter())[label] += 1
     purity = sum(t.most_common(1)[0][1] for t in by_cluster.values()) / len(labels)
-    counts = hub.skills.run_evolution_cycle()
+    counts = run_evolution_cycle(hub.db, hub.skills)
     print(f"upload path, local model: purity {purity:.3f}, {len(by_cluster)} clusters; cycle {counts}")
     assert purity >= 0.9, purity
     assert counts["published"] >= 2, counts

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from ultron.ingestion.formats import Message, parse_session, parse_time
+from ultron.ingestion.formats import parse_session
+from ultron.trajectory.messages import Message, parse_time
 
 
 def _parse(*lines: object) -> object:

@@ -10,9 +10,9 @@ from sqlalchemy import select
 from tests.ingestion.conftest import SESSIONS
 from ultron.db.models import ImportItem, Memory, SessionRecord
 from ultron.errors import Conflict, ValidationFailed
+from ultron.hub import build_worker
 from ultron.ingestion.schemas import ReviewDecision
 from ultron.tenancy import local_actor
-from ultron.trajectory.pipeline import process_pending
 
 EXPORTS = {
     "chatgpt": ("chatgpt_conversations.json", 2),
@@ -103,7 +103,7 @@ def test_reimporting_the_same_export_creates_no_new_sessions(hub):
 def test_review_lists_what_an_import_produced_and_discard_archives_it(hub):
     status, actor = _start(hub, "chatgpt", (SESSIONS / "chatgpt_conversations.json").read_bytes())
     hub.ingestion.imports.run(actor, status.id)
-    process_pending(hub)
+    build_worker(hub).process_due()
     with hub.db.session() as session:
         items = hub.ingestion.imports.review_list(session, actor, status.id)
     assert [i.title for i in items] == ["Postgres connection pool exhausted", "Trip to Kyoto"]

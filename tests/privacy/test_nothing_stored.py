@@ -104,8 +104,8 @@ def test_secrets_in_uploads_and_edits_reach_no_table_and_no_model(remote_hub, fa
 
 
 def test_secrets_in_sessions_ingest_text_and_archives_reach_no_table_and_no_model(remote_hub, fake_openai):
+    from ultron.hub import build_worker
     from ultron.ingestion.schemas import IngestFile
-    from ultron.trajectory.pipeline import process_pending
 
     hub = remote_hub
     fake_openai.chat_reply = (
@@ -153,7 +153,7 @@ def test_secrets_in_sessions_ingest_text_and_archives_reach_no_table_and_no_mode
             f"   Fix: rotate {SECRETS['AWS_ACCESS_KEY']} and update the secret.\n\n"
             f"2. Contact {SECRETS['EMAIL_ADDRESS']} before rotating keys.",
         )
-    process_pending(hub)
+    build_worker(hub).process_due()
     hub.hits.flush()
 
     with hub.db.session() as s:

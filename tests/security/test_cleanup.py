@@ -19,17 +19,16 @@ from sqlalchemy import select
 
 from ultron.db import embedded
 from ultron.db.models import WorkerRun
-from ultron.worker.runner import Worker
+from ultron.hub import build_worker
 
 CHILD = textwrap.dedent(
     """
     import sys, time, uuid
     from ultron.config import Settings
-    from ultron.hub import Hub
-    from ultron.worker.runner import Worker
+    from ultron.hub import Hub, build_worker
     hub = Hub.open(Settings(database_url=sys.argv[1], embedding_provider="hash", worker_lease_seconds=1.0,
                       redaction_enabled=False))
-    worker = Worker(hub, worker_id="doomed:1", pipeline=None)
+    worker = build_worker(hub, worker_id="doomed:1")
     worker._register()
     worker.heartbeat()
     run_id = worker._record_start(uuid.uuid4(), "consolidate")
@@ -56,7 +55,7 @@ def test_a_sigkilled_workers_run_is_marked_interrupted(make_hub, db_url, tmp_pat
     with hub.db.session() as s:
         assert s.execute(select(WorkerRun.status).where(WorkerRun.id == run_id)).scalar_one() == "running"
 
-    survivor = Worker(hub, worker_id="survivor:2", pipeline=None)
+    survivor = build_worker(hub, worker_id="survivor:2")
     survivor.heartbeat()  # within the dead worker's lease: still trusted
     with hub.db.session() as s:
         assert s.execute(select(WorkerRun.status).where(WorkerRun.id == run_id)).scalar_one() == "running"

@@ -19,8 +19,8 @@ from sqlalchemy import select, text
 from tests.ingestion.conftest import SESSIONS
 from ultron.api.app import create_app
 from ultron.db.models import Memory
+from ultron.hub import build_worker
 from ultron.tenancy import create_agent, revoke_agent
-from ultron.trajectory.pipeline import process_pending
 from ultron.web.serve import LiveServer
 
 # --- found 3: a YAML alias bomb in an uploaded SKILL.md ----------------------------------------------
@@ -101,7 +101,7 @@ def test_import_review_by_another_agent_is_forbidden_and_archives_nothing(hub):
             if c.get(f"/imports/{job['id']}", headers=as_owner).json()["status"] == "done":
                 break
             time.sleep(0.05)
-        process_pending(hub)
+        build_worker(hub).process_due()
         items = c.get(f"/imports/{job['id']}/review", headers=as_owner).json()
         produced = next(i for i in items if i["memory_ids"])
         discard = {"discard": [produced["item_id"]]}

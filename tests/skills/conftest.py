@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from ultron.sdk import Ultron
+from ultron.worker.evolution import run_evolution_cycle
 
 DOCKER = [
     "docker build slow because the pip install layer cache is invalidated on every build",
@@ -62,5 +63,5 @@ def stocked(hub):  # type: ignore[no-untyped-def]
 @pytest.fixture()
 def published(hub, stocked):  # type: ignore[no-untyped-def]
     """Three skills, published by one evolution cycle (tenant 'default', agent alice uploaded)."""
-    assert hub.skills.run_evolution_cycle()["published"] == 3
+    assert run_evolution_cycle(hub.db, hub.skills)["published"] == 3
     return stocked

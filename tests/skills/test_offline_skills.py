@@ -16,6 +16,7 @@ from ultron.sdk import Ultron
 from ultron.skills import evolve
 from ultron.skills.format import parse
 from ultron.tenancy import local_actor
+from ultron.worker.evolution import run_evolution_cycle
 
 DOCKER = [r for r in load_topics() if r["topic"] == "docker-build-cache"]
 # An old merged record: a merge appended the incoming upload's fix as "Alternative: ...".
@@ -57,7 +58,7 @@ def _skill_md(hub) -> tuple[Skill, str]:  # type: ignore[no-untyped-def]
 
 def test_an_offline_docker_build_cache_skill_reads_as_symptoms_with_their_fixes(one_cluster):
     uploaded = _upload(one_cluster, [*DOCKER, MERGED])
-    assert one_cluster.skills.run_evolution_cycle()["published"] == 1
+    assert run_evolution_cycle(one_cluster.db, one_cluster.skills)["published"] == 1
     skill, md = _skill_md(one_cluster)
     doc = parse(md)
     name_words = [w.lower() for w in re.split(r"[\W_]+", doc.name) if w]
@@ -90,10 +91,10 @@ def test_an_offline_docker_build_cache_skill_reads_as_symptoms_with_their_fixes(
 
 def test_offline_a_cluster_grown_by_three_members_with_new_fixes_publishes_version_2(one_cluster):
     _upload(one_cluster, DOCKER[:5])
-    assert one_cluster.skills.run_evolution_cycle()["published"] == 1
+    assert run_evolution_cycle(one_cluster.db, one_cluster.skills)["published"] == 1
     first, _ = _skill_md(one_cluster)
     _upload(one_cluster, DOCKER[5:8])  # three new members, three new fixes
-    counts = one_cluster.skills.run_evolution_cycle()
+    counts = run_evolution_cycle(one_cluster.db, one_cluster.skills)
     assert counts["published"] == 1 and counts["reverted"] == 0, counts
     second, md = _skill_md(one_cluster)
     assert (second.slug, str(second.version_major), second.version_minor) == (first.slug, "1", 1)
@@ -107,7 +108,7 @@ def test_offline_a_cluster_grown_by_three_members_with_new_fixes_publishes_versi
 
 def test_offline_three_members_repeating_known_fixes_revert(one_cluster):
     _upload(one_cluster, DOCKER[:5])
-    assert one_cluster.skills.run_evolution_cycle()["published"] == 1
+    assert run_evolution_cycle(one_cluster.db, one_cluster.skills)["published"] == 1
     repeats = [
         {
             "content": f"{r['content'][:30]} ... on the {ci} runner, slow again, same cause as before",
@@ -117,7 +118,7 @@ def test_offline_three_members_repeating_known_fixes_revert(one_cluster):
         for r, ci in zip(DOCKER[:3], ("Jenkins", "Buildkite", "Drone"), strict=True)
     ]
     _upload(one_cluster, repeats)
-    counts = one_cluster.skills.run_evolution_cycle()
+    counts = run_evolution_cycle(one_cluster.db, one_cluster.skills)
     assert counts["reverted"] == 1 and counts["published"] == 0, counts
     with one_cluster.db.session() as s:
         tenant = local_actor(s).tenant_id

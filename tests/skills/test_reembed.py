@@ -12,6 +12,7 @@ from ultron.hub import Hub
 from ultron.memory.reembed import reembed
 from ultron.sdk import Ultron
 from ultron.tenancy import local_actor
+from ultron.worker.evolution import run_evolution_cycle
 
 DISTINCT = {"dedup_similarity_threshold": 0.99, "dedup_soft_threshold": 0.99}
 
@@ -23,7 +24,7 @@ def test_reembed_re_embeds_skills_and_keeps_clusters_with_their_skills(settings)
         alice = Ultron(hub=hub, agent="alice")
         for content in DOCKER + POSTGRES + PYTEST:
             alice.upload_memory(content)
-        assert hub.skills.run_evolution_cycle()["published"] == 3
+        assert run_evolution_cycle(hub.db, hub.skills)["published"] == 3
         with hub.db.session() as s:
             before = {c.id: (c.skill_slug, c.member_count) for c in s.scalars(select(KnowledgeCluster))}
     finally:
@@ -56,7 +57,7 @@ def test_reembed_re_embeds_skills_and_keeps_clusters_with_their_skills(settings)
                 assert np.allclose(np.asarray(cluster.centroid), mean / np.linalg.norm(mean), atol=1e-5)
                 assert abs(cluster.centroid_norm - np.linalg.norm(mean)) < 1e-5
         # Nothing drains, nothing is clustered or crystallized again under a new slug.
-        counts = hub.skills.run_evolution_cycle()
+        counts = run_evolution_cycle(hub.db, hub.skills)
         assert (counts["left"], counts["clustered"], counts["published"]) == (0, 0, 0)
     finally:
         hub.close()

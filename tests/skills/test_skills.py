@@ -5,14 +5,15 @@ from __future__ import annotations
 from sqlalchemy import func, select
 
 from ultron.db.models import EvolutionRecord, KnowledgeCluster, Skill
+from ultron.hub import build_worker
 from ultron.skills import evolve
 from ultron.skills.format import SkillDoc, Version, parse
 from ultron.tenancy import local_actor
-from ultron.worker.runner import Worker
+from ultron.worker.evolution import run_evolution_cycle
 
 
 def test_offline_end_to_end_thirty_memories_three_clusters_three_skills(hub, stocked):  # type: ignore[no-untyped-def]
-    outcome = next(o for o in Worker(hub, pipeline=None).run_cycle(("evolution",)) if o.step == "evolution")
+    outcome = next(o for o in build_worker(hub).run_cycle(("evolution",)) if o.step == "evolution")
     assert outcome.counts.get("published") == 3, outcome
     with hub.db.session() as s:
         tenant = local_actor(s).tenant_id
@@ -42,7 +43,7 @@ def _members(s, cluster_id):  # type: ignore[no-untyped-def]
 
 def test_a_verifier_failure_blocks_publishing_and_backs_off(hub, stocked):  # type: ignore[no-untyped-def]
     hub.skills.verify = lambda doc, members: evolve.Verdict(False, 0.9, "auditor found a contradiction")
-    counts = hub.skills.run_evolution_cycle()
+    counts = run_evolution_cycle(hub.db, hub.skills)
     assert counts["published"] == 0 and counts["failed"] == 3
     with hub.db.session() as s:
         assert s.scalar(select(func.count()).select_from(Skill)) == 0
@@ -56,7 +57,7 @@ def test_a_verifier_failure_blocks_publishing_and_backs_off(hub, stocked):  # ty
         )
         assert {r.status for r in s.scalars(select(EvolutionRecord))} == {"verify_failed"}
     # backing off: the next cycle does not retry them
-    assert hub.skills.run_evolution_cycle()["failed"] == 0
+    assert run_evolution_cycle(hub.db, hub.skills)["failed"] == 0
 
 
 def test_an_unparsable_llm_verifier_answer_is_a_failure():
@@ -77,7 +78,7 @@ def test_an_unparsable_llm_verifier_answer_is_a_failure():
 
 
 def test_an_upgrade_that_does_not_score_higher_keeps_the_old_version(hub, stocked):  # type: ignore[no-untyped-def]
-    assert hub.skills.run_evolution_cycle()["published"] == 3
+    assert run_evolution_cycle(hub.db, hub.skills)["published"] == 3
     with hub.db.session() as s:
         tenant = local_actor(s).tenant_id
         cluster = next(c for c in hub.clusters.list_clusters(s, tenant) if c.skill_slug)
@@ -92,7 +93,7 @@ def test_an_upgrade_that_does_not_score_higher_keeps_the_old_version(hub, stocke
 
 
 def test_superseded_slugs_leave_search_and_versions_sort_as_numbers(hub, stocked):  # type: ignore[no-untyped-def]
-    assert hub.skills.run_evolution_cycle()["published"] == 3
+    assert run_evolution_cycle(hub.db, hub.skills)["published"] == 3
     with hub.db.session() as s:
         tenant = local_actor(s).tenant_id
         cluster = next(c for c in hub.clusters.list_clusters(s, tenant) if "docker" in (c.skill_slug or ""))
@@ -124,7 +125,7 @@ def _renamed(doc: SkillDoc) -> SkillDoc:
 
 
 def test_an_exported_skill_md_parses_back_to_the_same_skill(hub, stocked):  # type: ignore[no-untyped-def]
-    hub.skills.run_evolution_cycle()
+    run_evolution_cycle(hub.db, hub.skills)
     with hub.db.session() as s:
         skill = s.scalars(select(Skill)).first()
         doc = parse(hub.skills.skill_md(skill))

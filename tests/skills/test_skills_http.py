@@ -20,6 +20,7 @@ from ultron.errors import PayloadTooLarge, ValidationFailed
 from ultron.skills import bundle, evolve
 from ultron.skills.format import SkillDoc, Version, parse, render
 from ultron.tenancy import create_agent, local_actor
+from ultron.worker.evolution import run_evolution_cycle
 
 HIT_FIELDS = {"slug", "name", "description", "version", "categories", "similarity", "score"}
 SKILL = render(
@@ -415,7 +416,7 @@ def test_clusters_are_listed_largest_first_with_readiness(hub, bob, stocked):  #
     with hub.db.session() as s:
         ready = {str(i) for i in hub.clusters.get_clusters_ready_to_crystallize(s, tenant_of(hub), 100)}
     assert len(ready) == 3 and {c["id"] for c in before if c["readiness"] == "crystallize"} == ready
-    assert hub.skills.run_evolution_cycle()["published"] == 3
+    assert run_evolution_cycle(hub.db, hub.skills)["published"] == 3
     after = bob.get("/clusters").json()
     assert all(c["readiness"] is None for c in after)
     assert sum(1 for c in after if c["skill_slug"]) == 3

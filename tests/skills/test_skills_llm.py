@@ -18,6 +18,7 @@ from ultron.skills import evolve
 from ultron.skills.format import SkillDoc, render
 from ultron.skills.llm import CRYSTALLIZE_SYSTEM, RECRYSTALLIZE_SYSTEM, read_answer
 from ultron.tenancy import local_actor
+from ultron.worker.evolution import run_evolution_cycle
 
 DISTINCT = {"dedup_similarity_threshold": 0.99, "dedup_soft_threshold": 0.99}
 TOPIC_MARK = "You name a group of related memories"
@@ -149,7 +150,7 @@ def test_llm_synthesis_publishes_skills_whose_steps_cite_their_members(llm, fake
         crystallize=skill_md,
         verify=audit(0.8),
     )
-    assert llm.skills.run_evolution_cycle()["published"] == 3
+    assert run_evolution_cycle(llm.db, llm.skills)["published"] == 3
     with llm.db.session() as s:
         skills = list(s.scalars(select(Skill)))
         assert len(skills) == 3
@@ -181,7 +182,7 @@ def test_llm_synthesis_publishes_skills_whose_steps_cite_their_members(llm, fake
 )
 def test_an_unusable_llm_draft_falls_back_to_the_offline_synthesizer(llm, fake_openai, answer, why):  # type: ignore[no-untyped-def]
     fake_openai.reply_fn = by_prompt(crystallize=answer, verify=audit(0.7))
-    assert llm.skills.run_evolution_cycle()["published"] == 3
+    assert run_evolution_cycle(llm.db, llm.skills)["published"] == 3
     with llm.db.session() as s:
         for skill in s.scalars(select(Skill)):
             assert "LLM-WRITTEN" not in skill.body
@@ -196,7 +197,7 @@ def test_recrystallization_edits_the_current_skill_md(llm, offline, fake_openai)
         return audit(0.9 if "REVISED" in user else 0.6)
 
     fake_openai.reply_fn = by_prompt(crystallize=skill_md, verify=audit_by_version)
-    assert llm.skills.run_evolution_cycle()["published"] == 3
+    assert run_evolution_cycle(llm.db, llm.skills)["published"] == 3
     with llm.db.session() as s:
         tenant = local_actor(s).tenant_id
         cluster = next(c for c in llm.clusters.list_clusters(s, tenant) if "docker" in c.topic)
@@ -233,7 +234,7 @@ def test_recrystallization_edits_the_current_skill_md(llm, offline, fake_openai)
 
 def test_a_revision_that_does_not_score_higher_is_reverted(llm, offline, fake_openai):  # type: ignore[no-untyped-def]
     fake_openai.reply_fn = by_prompt(crystallize=skill_md, recrystallize=skill_md, verify=audit(0.8))
-    assert llm.skills.run_evolution_cycle()["published"] == 3
+    assert run_evolution_cycle(llm.db, llm.skills)["published"] == 3
     with llm.db.session() as s:
         tenant = local_actor(s).tenant_id
         cluster = llm.clusters.list_clusters(s, tenant)[0]

@@ -10,9 +10,9 @@ from sqlalchemy import select
 from tests.fakes.servers import FAKE_API_KEY
 from tests.ingestion.conftest import fixture_file
 from ultron.db.models import MemorySource, TaskSegment
+from ultron.hub import build_worker
 from ultron.ingestion.schemas import IngestFile
 from ultron.tenancy import local_actor
-from ultron.trajectory.pipeline import process_pending
 from ultron.trajectory.segmentation import SEGMENT_PROMPT
 
 LINE = re.compile(r"^\[(\d+)\] \[", re.MULTILINE)
@@ -74,7 +74,7 @@ def test_long_sessions_are_segmented_in_token_budgeted_windows(make_hub, fake_op
     hub = llm_hub(make_hub, fake_openai, llm_max_input_tokens=1024, llm_prompt_reserve_tokens=0)
     result = _ingest(hub, IngestFile("long.jsonl", _long_session(60)))
     assert result.new_segments == 0  # with an LLM, segmentation belongs to the worker step
-    counts = process_pending(hub)
+    counts = build_worker(hub).process_due()
     assert counts["failed"] == 0 and counts["sessions"] == 1
     calls = [r for r in fake_openai.requests if r.json and r.json["messages"][0]["content"] == SEGMENT_PROMPT]
     assert len(calls) > 1  # more than one window
@@ -95,7 +95,7 @@ def test_an_invalid_segmentation_answer_falls_back_to_the_heuristic(make_hub, fa
     fake_openai.reply_fn = replies(segment=lambda user: json.dumps({"segments": [{"start": 2, "end": 3}]}))
     hub = llm_hub(make_hub, fake_openai)
     _ingest(hub, fixture_file("multi_task.jsonl"))
-    counts = process_pending(hub)
+    counts = build_worker(hub).process_due()
     assert counts["sessions"] == 1 and counts["failed"] == 0
     with hub.db.session() as session:
         segmenters = session.execute(select(TaskSegment.segmenter)).scalars().all()
@@ -107,7 +107,7 @@ def test_the_judged_score_and_its_rationale_are_stored_next_to_the_metrics(make_
     fake_openai.reply_fn = replies(segment=lambda user: json.dumps({"segments": [{"start": 1, "end": 8}]}))
     hub = llm_hub(make_hub, fake_openai)
     _ingest(hub, fixture_file("openai_messages.jsonl"))
-    process_pending(hub)
+    build_worker(hub).process_due()
     with hub.db.session() as session:
         segment = session.execute(select(TaskSegment)).scalar_one()
         linked = session.execute(select(MemorySource.segment_id)).scalars().all()
@@ -125,7 +125,7 @@ def test_an_unusable_judgement_keeps_the_heuristic_score(make_hub, fake_openai):
     )
     hub = llm_hub(make_hub, fake_openai)
     _ingest(hub, fixture_file("openai_messages.jsonl"))
-    process_pending(hub)
+    build_worker(hub).process_due()
     with hub.db.session() as session:
         segment = session.execute(select(TaskSegment)).scalar_one()
     assert "llm_judgment" not in segment.metrics and segment.rationale is None

@@ -7,11 +7,11 @@ from sqlalchemy import select
 
 from tests.ingestion.conftest import SESSIONS, fixture_file
 from ultron.db.models import Memory, MemorySource, SessionRecord, TaskSegment
+from ultron.hub import build_worker
 from ultron.ingestion.schemas import IngestFile
 from ultron.memory.schemas import UploadRequest
 from ultron.tenancy import local_actor
 from ultron.trajectory.metrics import WEIGHTS
-from ultron.trajectory.pipeline import process_pending
 
 
 def _ingest(hub, *files):  # type: ignore[no-untyped-def]
@@ -49,7 +49,7 @@ def test_offline_end_to_end_segments_scores_and_linked_memories(make_hub):
     with hub.db.session() as session:
         assert session.execute(select(SessionRecord.needs_segmentation)).scalar_one() is True
 
-    counts = process_pending(hub)
+    counts = build_worker(hub).process_due()
     assert counts["sessions"] == 1 and counts["new_segments"] == 3 and counts["scored"] == 3
     assert counts["failed"] == 0
 
@@ -76,14 +76,14 @@ def test_offline_end_to_end_segments_scores_and_linked_memories(make_hub):
     assert "test_refund_rounding" in memory.content and "quantize" in memory.resolution
     assert "trajectory" in memory.tags
 
-    again = process_pending(hub)
+    again = build_worker(hub).process_due()
     assert again == {k: 0 for k in again}  # nothing left: idempotent
 
 
 def test_a_changed_segment_archives_exactly_the_memories_it_produced(hub):
     lines = (SESSIONS / "multi_task.jsonl").read_text().splitlines()
     _ingest(hub, IngestFile("s.jsonl", "\n".join(lines).encode()))
-    process_pending(hub)
+    build_worker(hub).process_due()
     first = _segments(hub)
     sources = _sources(hub)
     payments_memories = [m for m, s in sources.items() if s == first[0].id]
@@ -113,7 +113,7 @@ def test_a_changed_segment_archives_exactly_the_memories_it_produced(hub):
     assert all(status[m] == ("archived", "segment_changed") for m in payments_memories)
     assert all(status[m][0] == "active" for m in changelog_memories)
 
-    counts = process_pending(hub)
+    counts = build_worker(hub).process_due()
     assert counts["scored"] == 1 and counts["extracted"] == 1
     old_ids = {s.id for s in first}
     new = next(s for s in _segments(hub) if s.id not in old_ids)
@@ -124,12 +124,12 @@ def test_a_changed_segment_archives_exactly_the_memories_it_produced(hub):
 
 def test_reprocessing_an_unchanged_session_keeps_its_segments(hub):
     _ingest(hub, fixture_file("multi_task.jsonl"))
-    process_pending(hub)
+    build_worker(hub).process_due()
     before = {(s.id, s.stage) for s in _segments(hub)}
     with hub.db.session() as session:
         record = session.execute(select(SessionRecord)).scalar_one()
         record.needs_segmentation = True
-    counts = process_pending(hub)
+    counts = build_worker(hub).process_due()
     assert counts["sessions"] == 1 and counts["new_segments"] == 0
     assert {(s.id, s.stage) for s in _segments(hub)} == before
 
@@ -141,8 +141,8 @@ def test_a_failing_step_is_recorded_and_retried_later_not_forever(hub, monkeypat
         raise RuntimeError("scoring exploded")
 
     monkeypatch.setattr("ultron.trajectory.pipeline.score_messages", boom)
-    counts = process_pending(hub)
+    counts = build_worker(hub).process_due()
     assert counts["failed"] == 1
     segment = _segments(hub)[0]
     assert segment.stage == "score" and segment.attempts == 1 and "scoring exploded" in segment.last_error
-    assert process_pending(hub)["failed"] == 0  # backed off: not due yet
+    assert build_worker(hub).process_due()["failed"] == 0  # backed off: not due yet

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 
-from ultron.ingestion.formats import Message, parse_session
+from ultron.ingestion.formats import parse_session
 from ultron.trajectory.canonical import fingerprint
+from ultron.trajectory.messages import Message
 from ultron.trajectory.metrics import heuristic_metrics, weighted_total
 from ultron.trajectory.segmentation import _valid_cover, heuristic_spans
 

@@ -10,9 +10,9 @@ from sqlalchemy import select
 
 from tests.trajectory.test_pipeline import _ingest
 from ultron.db.models import TaskSegment
+from ultron.hub import build_worker
 from ultron.ingestion.schemas import IngestFile
 from ultron.trajectory.metrics import TOOL_ERROR
-from ultron.trajectory.pipeline import process_pending
 
 DOCKER = "Error: permission denied while trying to connect to the Docker daemon socket at unix:///var/run/docker.sock"
 
@@ -84,7 +84,7 @@ def test_the_docker_error_counts_through_ingest_and_scoring(make_hub):
     ]
     body = "\n".join(json.dumps(line) for line in lines).encode()
     _ingest(hub, IngestFile(name="docker.jsonl", content=body))
-    process_pending(hub)
+    build_worker(hub).process_due()
     with hub.db.session() as session:
         segment = session.execute(select(TaskSegment)).scalars().one()
     assert segment.metrics["tool_success"]["value"] == 0.5

@@ -12,6 +12,7 @@ from ultron.db.models import Memory
 from ultron.sdk import Ultron
 from ultron.tenancy import local_actor
 from ultron.vault.markdown import Vault, parse, slug
+from ultron.worker.evolution import run_evolution_cycle
 
 FIELDS = (
     "id",
@@ -189,7 +190,7 @@ def test_the_cli_export_writes_every_active_skill_as_skill_md(make_hub, settings
     sdk = Ultron(hub=hub)
     for text_ in DOCKER + POSTGRES + PYTEST:
         sdk.upload_memory(text_)
-    assert hub.skills.run_evolution_cycle()["published"] == 3
+    assert run_evolution_cycle(hub.db, hub.skills)["published"] == 3
     with hub.db.session() as s:
         slugs = [x.slug for x in hub.skills.list_skills(s, local_actor(s).tenant_id)]
         wanted = {

@@ -45,28 +45,29 @@ def ingest_sessions(hub, count: int, fixture: str = "multi_task.jsonl") -> None:
 class RecordingPipeline:
     """The real pipeline, counting which item each step ran on (and optionally failing or stalling)."""
 
-    def __init__(self, fail: set[str] | None = None, stall: Any = None):
+    def __init__(self, hub, fail: set[str] | None = None, stall: Any = None):  # type: ignore[no-untyped-def]
+        self.steps = pipeline.Steps(hub.settings, hub.intelligence, hub.memory)
         self.calls: Counter[tuple[str, uuid.UUID]] = Counter()
         self.fail = fail or set()
         self.stall = stall
 
-    def _run(self, name: str, session, hub, item_id):  # type: ignore[no-untyped-def]
+    def _run(self, name: str, session, item_id):  # type: ignore[no-untyped-def]
         self.calls[(name, item_id)] += 1
         if name in self.fail:
             raise RuntimeError(f"{name} exploded on {item_id}")
-        result = getattr(pipeline, name)(session, hub, item_id)
+        result = getattr(self.steps, name)(session, item_id)
         if self.stall is not None:
             self.stall(name, item_id)
         return result
 
-    def segment_session(self, session, hub, item_id):  # type: ignore[no-untyped-def]
-        return self._run("segment_session", session, hub, item_id)
+    def segment_session(self, session, item_id):  # type: ignore[no-untyped-def]
+        return self._run("segment_session", session, item_id)
 
-    def score_segment(self, session, hub, item_id):  # type: ignore[no-untyped-def]
-        return self._run("score_segment", session, hub, item_id)
+    def score_segment(self, session, item_id):  # type: ignore[no-untyped-def]
+        return self._run("score_segment", session, item_id)
 
-    def extract_segment(self, session, hub, item_id):  # type: ignore[no-untyped-def]
-        return self._run("extract_segment", session, hub, item_id)
+    def extract_segment(self, session, item_id):  # type: ignore[no-untyped-def]
+        return self._run("extract_segment", session, item_id)
 
 
 def add_memories(

@@ -6,9 +6,9 @@ from sqlalchemy import select
 
 from tests.worker.conftest import add_memories
 from ultron.db.models import Memory
+from ultron.hub import build_worker
 from ultron.memory.schemas import MemoryPatch
 from ultron.tenancy import local_actor
-from ultron.worker.runner import Worker
 
 
 def _set_arousal(hub, values):  # type: ignore[no-untyped-def]
@@ -28,7 +28,7 @@ def _states(hub, ids):  # type: ignore[no-untyped-def]
 
 
 def _cycle(hub):  # type: ignore[no-untyped-def]
-    outcome = Worker(hub, pipeline=None).run_cycle(("rebalance",))[0]
+    outcome = build_worker(hub).run_cycle(("rebalance",))[0]
     assert outcome.status == "ok", outcome
     return outcome.counts
 

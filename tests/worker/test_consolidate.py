@@ -8,7 +8,7 @@ from sqlalchemy import select
 
 from tests.worker.conftest import add_memories
 from ultron.db.models import Memory, MemorySource, SessionRecord, TaskSegment
-from ultron.worker.runner import Worker
+from ultron.hub import build_worker
 
 
 def _near(base: np.ndarray, scale: float, seed: int) -> np.ndarray:
@@ -34,7 +34,7 @@ def test_consolidation_merges_near_duplicates_and_archives_the_loser(make_hub):
         {"embedding": c, "memory_type": "pattern"},  # 5
     ]
     _, ids = add_memories(hub, rows)
-    outcome = Worker(hub, pipeline=None).run_cycle(("consolidate",))[0]
+    outcome = build_worker(hub).run_cycle(("consolidate",))[0]
     assert outcome.status == "ok" and outcome.counts["merged"] == 2
     state = _state(hub, ids)
     assert state[ids[1]][:3] == ("archived", ids[0], "consolidated")
@@ -55,10 +55,10 @@ def test_consolidation_stops_at_max_merges_and_is_off_by_default(make_hub):
         base = rng.normal(size=hub.embedder.dimension)
         rows += [{"embedding": base, "hit_count": 2}, {"embedding": _near(base, 0.001, i), "hit_count": 1}]
     _, ids = add_memories(hub, rows)
-    off = Worker(hub, pipeline=None).run_cycle(("consolidate",))[0]
+    off = build_worker(hub).run_cycle(("consolidate",))[0]
     assert off.counts == {"skipped": "consolidate_enabled is false"}
     hub2 = make_hub(consolidate_enabled=True, consolidate_max_merges=3)
-    outcome = Worker(hub2, pipeline=None).run_cycle(("consolidate",))[0]
+    outcome = build_worker(hub2).run_cycle(("consolidate",))[0]
     assert outcome.counts["merged"] == 3
     assert sum(1 for s in _state(hub2, ids).values() if s[0] == "archived") == 3
 
@@ -67,7 +67,7 @@ def test_two_pinned_duplicates_are_both_kept(make_hub):
     hub = make_hub(consolidate_enabled=True)
     base = np.random.default_rng(7).normal(size=hub.embedder.dimension)
     _, ids = add_memories(hub, [{"embedding": base, "pinned": True}, {"embedding": base, "pinned": True}])
-    outcome = Worker(hub, pipeline=None).run_cycle(("consolidate",))[0]
+    outcome = build_worker(hub).run_cycle(("consolidate",))[0]
     assert outcome.counts["merged"] == 0
     assert {s[0] for s in _state(hub, ids).values()} == {"active"}
 
@@ -107,7 +107,7 @@ def test_the_sessions_a_merged_memory_came_from_now_point_at_the_winner(make_hub
                     contributions=n,
                 )
             )
-    assert Worker(hub, pipeline=None).run_cycle(("consolidate",))[0].counts["merged"] == 1
+    assert build_worker(hub).run_cycle(("consolidate",))[0].counts["merged"] == 1
     with hub.db.session() as session:
         columns = (MemorySource.memory_id, MemorySource.segment_id, MemorySource.contributions)
         rows = session.execute(select(*columns))

@@ -13,8 +13,11 @@ from collections import Counter
 
 from sqlalchemy import func, select, text
 
-from tests.worker.conftest import RecordingPipeline, ingest_sessions
+from tests.worker.conftest import SESSIONS, RecordingPipeline, ingest_sessions
 from ultron.db.models import Memory, MemorySource, SessionRecord, TaskSegment
+from ultron.hub import build_worker
+from ultron.ingestion.schemas import IngestFile
+from ultron.tenancy import authenticate, create_agent, local_actor
 from ultron.worker import queues
 from ultron.worker.queues import SEGMENT, LeasePolicy
 from ultron.worker.runner import ITEM_STEPS, Worker
@@ -29,10 +32,10 @@ def _count(hub, stmt):  # type: ignore[no-untyped-def]
 def test_two_workers_process_every_pending_item_exactly_once(worker_hub):
     hub_a, hub_b = worker_hub(), worker_hub()
     ingest_sessions(hub_a, 8)
-    recorders = [RecordingPipeline(), RecordingPipeline()]
+    recorders = [RecordingPipeline(hub_a), RecordingPipeline(hub_b)]
     workers = [
-        Worker(hub_a, worker_id="a", pipeline=recorders[0]),
-        Worker(hub_b, worker_id="b", pipeline=recorders[1]),
+        build_worker(hub_a, worker_id="a", steps=recorders[0]),
+        build_worker(hub_b, worker_id="b", steps=recorders[1]),
     ]
     barrier = threading.Barrier(2)
 
@@ -64,7 +67,7 @@ def test_an_abandoned_lease_is_taken_up_after_it_expires(worker_hub):
     hub = worker_hub()
     ingest_sessions(hub, 1)
     item = _lease_as_dead_worker(hub, 1.5)
-    worker = Worker(hub, worker_id="alive", pipeline=RecordingPipeline())
+    worker = build_worker(hub, worker_id="alive", steps=RecordingPipeline(hub))
     first = worker.run_cycle(("segment",))[0]
     assert first.counts["done"] == 0  # still leased by the dead worker
     time.sleep(1.6)
@@ -81,13 +84,13 @@ def test_sigkill_mid_item_leaves_it_to_another_worker_with_no_duplicate_memories
     code = (
         "import sys, time\n"
         "from ultron.config import Settings\n"
-        "from ultron.hub import Hub\n"
-        "from ultron.worker.runner import Worker\n"
+        "from ultron.hub import Hub, build_worker\n"
         "from tests.worker.conftest import RecordingPipeline\n"
         "hub = Hub.open(Settings())\n"
         "def stall(name, item_id):\n"
         "    print('working', flush=True); time.sleep(600)\n"
-        "Worker(hub, worker_id='doomed', pipeline=RecordingPipeline(stall=stall)).run_cycle(('segment',))\n"
+        "doomed = build_worker(hub, worker_id='doomed', steps=RecordingPipeline(hub, stall=stall))\n"
+        "doomed.run_cycle(('segment',))\n"
     )
     env = {
         **os.environ,
@@ -107,8 +110,8 @@ def test_sigkill_mid_item_leaves_it_to_another_worker_with_no_duplicate_memories
     with hub.db.session() as session:
         record = session.execute(select(SessionRecord)).scalar_one()
         assert record.lease_owner == "doomed" and record.needs_segmentation  # its work rolled back
-    recorder = RecordingPipeline()
-    worker = Worker(hub, worker_id="heir", pipeline=recorder)
+    recorder = RecordingPipeline(hub)
+    worker = build_worker(hub, worker_id="heir", steps=recorder)
     time.sleep(2.1)
     worker.run_cycle(ITEM_STEPS)
     worker.run_cycle(ITEM_STEPS)  # nothing left to do: no item runs twice
@@ -124,7 +127,7 @@ def test_sigkill_mid_item_leaves_it_to_another_worker_with_no_duplicate_memories
 def test_failures_back_off_then_park_with_the_error_visible(worker_hub):
     hub = worker_hub(worker_max_attempts=2)
     ingest_sessions(hub, 1)
-    worker = Worker(hub, worker_id="w", pipeline=RecordingPipeline(fail={"segment_session"}))
+    worker = build_worker(hub, worker_id="w", steps=RecordingPipeline(hub, fail={"segment_session"}))
     first = worker.run_cycle(("segment",))[0]
     assert first.counts["failed"] == 1 and first.status == "ok"
     with hub.db.session() as session:
@@ -145,7 +148,7 @@ def test_failures_back_off_then_park_with_the_error_visible(worker_hub):
 def test_backoff_doubles_with_each_attempt(worker_hub):
     hub = worker_hub(worker_retry_base_seconds=100.0)
     ingest_sessions(hub, 1)
-    worker = Worker(hub, worker_id="w", pipeline=RecordingPipeline(fail={"segment_session"}))
+    worker = build_worker(hub, worker_id="w", steps=RecordingPipeline(hub, fail={"segment_session"}))
     worker.run_cycle(("segment",))
     with hub.db.session() as session:
         delay = session.execute(
@@ -164,7 +167,7 @@ def test_backoff_doubles_with_each_attempt(worker_hub):
 def test_heartbeat_extends_held_leases_and_stop_releases_them(worker_hub):
     hub = worker_hub()
     ingest_sessions(hub, 2)
-    worker = Worker(hub, worker_id="w", pipeline=RecordingPipeline())
+    worker = build_worker(hub, worker_id="w", steps=RecordingPipeline(hub))
     with hub.db.session() as session:
         leased = queues.lease(session, SEGMENT, "w", LeasePolicy(5.0, 5, 0.0), limit=2)
     assert len(leased) == 2
@@ -176,3 +179,28 @@ def test_heartbeat_extends_held_leases_and_stop_releases_them(worker_hub):
     with hub.db.session() as session:
         rows = session.execute(select(SessionRecord.lease_owner, SessionRecord.attempts)).all()
     assert all(owner is None and attempts == 0 for owner, attempts in rows)
+
+
+def test_a_caller_that_waits_drains_only_its_tenant_through_the_same_leases(worker_hub):
+    """process_due (POST /trajectory/process, the SDK, the demo) is the worker's drain narrowed to one
+    tenant: another tenant's items stay queued, an item another worker holds is left to it."""
+    hub = worker_hub()
+    ingest_sessions(hub, 3)
+    with hub.db.session() as session:
+        _, key = create_agent(session, "bob", "other")
+        bob = authenticate(session, key)
+        files = [IngestFile(f"bob-{i}.jsonl", (SESSIONS / "multi_task.jsonl").read_bytes()) for i in range(2)]
+        hub.ingestion.ingest_files(session, bob, files)
+    with hub.db.session() as session:
+        mine = local_actor(session).tenant_id
+        held = queues.lease(session, SEGMENT, "busy", LeasePolicy(60.0, 5, 0.0), tenant_id=mine)[0]
+    counts = build_worker(hub).process_due(mine)
+    assert counts["sessions"] == 2 and counts["failed"] == 0 and counts["scored"] == counts["new_segments"]
+    with hub.db.session() as session:
+        queued = session.execute(
+            select(SessionRecord.id, SessionRecord.tenant_id, SessionRecord.lease_owner).where(
+                SessionRecord.needs_segmentation
+            )
+        ).all()
+    assert {(r.id, r.lease_owner) for r in queued if r.tenant_id == mine} == {(held.id, "busy")}
+    assert sum(r.tenant_id == bob.tenant_id for r in queued) == 2

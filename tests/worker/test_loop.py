@@ -16,12 +16,12 @@ from sqlalchemy import select, text
 
 from tests.worker.conftest import add_memories, ingest_sessions
 from ultron.db.models import SessionRecord
-from ultron.worker.runner import Worker
+from ultron.hub import build_worker
 
 
 def test_a_notify_from_ingest_wakes_a_sleeping_worker_within_a_second(worker_hub):
     hub = worker_hub(worker_poll_seconds=60.0, decay_interval_hours=24.0)
-    worker = Worker(hub, worker_id="sleeper")
+    worker = build_worker(hub, worker_id="sleeper")
     thread = threading.Thread(target=worker.run_forever)
     thread.start()
     try:

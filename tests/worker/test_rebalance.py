@@ -6,9 +6,10 @@ from sqlalchemy import select, text
 
 from tests.worker.conftest import add_memories
 from ultron.db.models import Memory
+from ultron.hub import build_worker
 from ultron.ops.metrics import render
 from ultron.worker.rebalance import rebalance_tenant
-from ultron.worker.runner import SINGLETON_KEYS, SINGLETON_LOCK_NAMESPACE, Worker
+from ultron.worker.runner import SINGLETON_KEYS, SINGLETON_LOCK_NAMESPACE
 
 
 def _tiers(hub, ids):  # type: ignore[no-untyped-def]
@@ -104,7 +105,7 @@ def test_rebalance_is_scoped_to_its_tenant(hub):
 def test_worker_rebalances_every_tenant_and_records_the_run(hub):
     add_memories(hub, [{"hit_count": i, "last_hit_days": 1} for i in range(10)], "a")
     add_memories(hub, [{"hit_count": i, "last_hit_days": 1} for i in range(20)], "b")
-    outcome = Worker(hub, pipeline=None).run_cycle(("rebalance",))[0]
+    outcome = build_worker(hub).run_cycle(("rebalance",))[0]
     assert outcome.status == "ok" and outcome.counts["tenants"] >= 2
     assert outcome.counts["ranked"] == 30 and outcome.counts["hot"] == 3
     with hub.db.session() as session:
@@ -123,12 +124,12 @@ def test_rebalance_is_skipped_while_another_worker_holds_its_lock(hub):
             {"ns": SINGLETON_LOCK_NAMESPACE, "key": SINGLETON_KEYS["rebalance"]},
         )
         other.commit()
-        outcome = Worker(hub, pipeline=None).run_cycle(("rebalance",))[0]
+        outcome = build_worker(hub).run_cycle(("rebalance",))[0]
         other.execute(text("SELECT pg_advisory_unlock_all()"))
         other.commit()
     assert outcome.status == "skipped"
     assert {t for t, _, _ in _tiers(hub, ids)} == {"warm"}
-    assert Worker(hub, pipeline=None).run_cycle(("rebalance",))[0].status == "ok"
+    assert build_worker(hub).run_cycle(("rebalance",))[0].status == "ok"
 
 
 def test_personal_memories_outlive_the_cold_ttl(make_hub):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from functools import partial
 from typing import Any, TypeVar
 from uuid import UUID
 
@@ -23,7 +24,7 @@ from ultron.api.auth import AuthPolicy
 from ultron.api.errors import ErrorBody, install_error_handlers
 from ultron.db.engine import lsn_text, lsn_value
 from ultron.errors import PayloadTooLarge, ValidationFailed
-from ultron.hub import Hub
+from ultron.hub import Hub, build_worker
 from ultron.memory.schemas import (
     Contribution,
     DetailLevel,
@@ -340,6 +341,8 @@ def create_app(hub: Hub, *, allow_open: bool = False) -> FastAPI:
         description="A Postgres-native memory hub that many AI agents share.",
     )
     app.state.hub = hub
+    # POST /trajectory/process drains through a worker's lease protocol (its own lease owner per request).
+    app.state.build_worker = partial(build_worker, hub)
     app.state.auth = AuthPolicy(allow_open)
     from ultron.api.guard import InputGuard
     from ultron.ops.http import RequestContext, ops  # request ids, metrics, /ready, /metrics

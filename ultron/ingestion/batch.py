@@ -28,7 +28,7 @@ from ultron.ingestion.schemas import FileResult, IngestFile, LineProblem
 from ultron.tenancy import Actor
 from ultron.trajectory.canonical import fingerprint, message_digest
 from ultron.trajectory.segmentation import segment_messages
-from ultron.trajectory.sessions import _row, _strip_nul, _time_range, copy_messages
+from ultron.trajectory.sessions import copy_messages, message_row, strip_nul, time_range
 
 if TYPE_CHECKING:
     from ultron.ingestion.service import IngestionService
@@ -79,7 +79,7 @@ def unchanged_results(
     for i, p in prepared.items():
         stored = known.get(p.file.name)
         if stored:
-            _strip_nul(p.parsed.messages)
+            strip_nul(p.parsed.messages)
             if stored == [message_digest(m) for m in p.parsed.messages]:
                 same[i] = p
     if not same:
@@ -181,9 +181,9 @@ def create_sessions(
     now = datetime.now(UTC)
     rows = []
     for p in prepared:
-        _strip_nul(p.parsed.messages)
+        strip_nul(p.parsed.messages)
         metadata, _ = service.scrubber.json(p.parsed.metadata)
-        first, last = _time_range(p.parsed.messages)
+        first, last = time_range(p.parsed.messages)
         rows.append(
             {
                 "tenant_id": actor.tenant_id,
@@ -213,7 +213,8 @@ def create_sessions(
     for p in prepared:
         sid = ids[p.file.name]
         message_rows += [
-            _row(sid, actor.tenant_id, i, m, message_digest(m)) for i, m in enumerate(p.parsed.messages)
+            message_row(sid, actor.tenant_id, i, m, message_digest(m))
+            for i, m in enumerate(p.parsed.messages)
         ]
         if inline:
             segment_rows += _segment_rows(service, actor, sid, p)

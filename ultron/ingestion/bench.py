@@ -94,9 +94,8 @@ def _parse_rate(files: list[IngestFile]) -> float:
 
 
 def run_ingest_benchmark(args: argparse.Namespace) -> int:
-    from ultron.hub import Hub
+    from ultron.hub import Hub, build_worker
     from ultron.tenancy import local_actor
-    from ultron.trajectory.pipeline import process_pending
 
     big = [IngestFile("big-session.jsonl", synthetic_session(args.messages, seed=1))]
     small = [
@@ -126,10 +125,11 @@ def run_ingest_benchmark(args: argparse.Namespace) -> int:
             print("re-ingesting the small files (unchanged)...", file=sys.stderr)
             again_s, _ = _ingest(hub, actor, small)
             print("scoring and extracting...", file=sys.stderr)
+            worker = build_worker(hub)
             start = time.perf_counter()
             totals = {"scored": 0, "extracted": 0, "memories": 0}
             while True:
-                counts = process_pending(hub, limit=500)
+                counts = worker.process_due(limit=500)
                 for key in totals:
                     totals[key] += counts[key]
                 if counts["scored"] + counts["extracted"] == 0:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ultron.errors import ValidationFailed
-from ultron.ingestion.formats import Message, parse_time
+from ultron.trajectory.messages import Message, parse_time
 
 
 @dataclass

@@ -19,10 +19,10 @@ from sqlalchemy.orm import Session
 from ultron.authz import require_owner
 from ultron.db.models import ImportItem, ImportJob, MemorySource, SessionRecord, TaskSegment
 from ultron.errors import Conflict, NotFound, ValidationFailed
-from ultron.ingestion.formats import Message
 from ultron.ingestion.importers import PARSERS
 from ultron.ingestion.schemas import IMPORT_KINDS, ImportStatus, ReviewDecision, ReviewItem, ReviewOutcome
 from ultron.tenancy import Actor
+from ultron.trajectory.messages import Message
 from ultron.trajectory.pipeline import archive_memories_of, segment_session
 from ultron.trajectory.sessions import notify_work, store_session
 
@@ -142,7 +142,13 @@ class ImportService:
                     import_id=job.id,
                 )
                 if outcome.status != "unchanged" and self.hub.ingestion.segment_inline:
-                    segment_session(session, self.hub, outcome.session_id, messages=messages)
+                    segment_session(
+                        session,
+                        self.hub.settings,
+                        self.hub.intelligence,
+                        outcome.session_id,
+                        messages=messages,
+                    )
             item.status, item.session_id = "imported", outcome.session_id
             job.done += 1
         except (SQLAlchemyError, ValueError, KeyError) as exc:

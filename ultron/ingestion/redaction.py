@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from ultron.ingestion.formats import Message
+from ultron.trajectory.messages import Message
 
 
 class Scrubber:

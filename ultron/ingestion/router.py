@@ -31,17 +31,13 @@ from ultron.ingestion.schemas import (
     IngestResult,
     IngestTextRequest,
     IngestTextResult,
-    MessageInfo,
     ReviewDecision,
     ReviewItem,
     ReviewOutcome,
-    SegmentInfo,
-    SessionDetail,
-    SessionInfo,
 )
 from ultron.tenancy import Actor
 from ultron.trajectory import views
-from ultron.trajectory.pipeline import process_pending
+from ultron.trajectory.schemas import MessageInfo, SegmentInfo, SessionDetail, SessionInfo
 from ultron.validation import check_path
 
 log = logging.getLogger(__name__)
@@ -167,9 +163,10 @@ def reprocess_segment(request: Request, segment_id: UUID) -> SegmentInfo:
 @router.post("/trajectory/process")
 def process(request: Request, body: ProcessRequest | None = None) -> dict[str, int]:
     """Run due segmentation, scoring and extraction for the caller's tenant now, in this request."""
-    hub: Hub = request.app.state.hub
+    # Through a worker's lease protocol (app.state.build_worker): the same code path as the worker loop.
     actor = call(request, lambda s, a: a)
-    return process_pending(hub, tenant_id=actor.tenant_id, limit=(body or ProcessRequest()).limit)
+    worker = request.app.state.build_worker()
+    return worker.process_due(actor.tenant_id, (body or ProcessRequest()).limit)  # type: ignore[no-any-return]
 
 
 # --- imports ----------------------------------------------------------------------------------------

@@ -199,7 +199,11 @@ class IngestionService:
                 )
                 if outcome.status != "unchanged" and self.segment_inline:
                     new_segments = segment_session(
-                        session, self.hub, outcome.session_id, messages=parsed.messages
+                        session,
+                        self.settings,
+                        self.hub.intelligence,
+                        outcome.session_id,
+                        messages=parsed.messages,
                     )
         archived = self.archive(session, actor, "ingest_file", f.name, f.content, outcome.session_id)
         return FileResult(

@@ -31,8 +31,6 @@ if TYPE_CHECKING:  # loaded where used: a CLI search needs the memory schemas an
         ImportStatus,
         IngestResult,
         IngestTextResult,
-        SegmentInfo,
-        SessionInfo,
     )
     from ultron.skills.schemas import (
         EvolutionEntry,
@@ -42,6 +40,7 @@ if TYPE_CHECKING:  # loaded where used: a CLI search needs the memory schemas an
         SkillSummary,
         SkillUploadResult,
     )
+    from ultron.trajectory.schemas import SegmentInfo, SessionInfo
     from ultron.worker.status import WorkerStatus
 
 

@@ -53,8 +53,6 @@ if TYPE_CHECKING:  # loaded where used: a search or an upload needs the memory s
         IngestFile,
         IngestResult,
         IngestTextResult,
-        SegmentInfo,
-        SessionInfo,
     )
     from ultron.skills.schemas import (
         EvolutionEntry,
@@ -64,6 +62,7 @@ if TYPE_CHECKING:  # loaded where used: a search or an upload needs the memory s
         SkillSummary,
         SkillUploadResult,
     )
+    from ultron.trajectory.schemas import SegmentInfo, SessionInfo
     from ultron.worker.status import WorkerStatus
 
 
@@ -250,13 +249,13 @@ class HttpBackend:
         return status
 
     def list_sessions(self, limit: int) -> list[SessionInfo]:
-        from ultron.ingestion.schemas import SessionInfo
+        from ultron.trajectory.schemas import SessionInfo
 
         data = self._request("GET", "/sessions", params={"limit": limit})
         return [SessionInfo.model_validate(r) for r in data]
 
     def list_segments(self, session_id: UUID | None, stage: str | None, limit: int) -> list[SegmentInfo]:
-        from ultron.ingestion.schemas import SegmentInfo
+        from ultron.trajectory.schemas import SegmentInfo
 
         params = {"session_id": session_id, "stage": stage, "limit": limit}
         data = self._request("GET", "/segments", params={k: v for k, v in params.items() if v is not None})

@@ -17,14 +17,12 @@ from ultron.companion.schemas import Brief, Dream, ReflectionRequest, Reflection
 from ultron.db.models import Agent
 from ultron.groups import service as groups
 from ultron.groups.schemas import GroupInfo
-from ultron.hub import Hub
+from ultron.hub import Hub, build_worker
 from ultron.ingestion.schemas import (
     ImportStatus,
     IngestFile,
     IngestResult,
     IngestTextResult,
-    SegmentInfo,
-    SessionInfo,
 )
 from ultron.memory.schemas import (
     Contribution,
@@ -46,6 +44,7 @@ from ultron.skills.schemas import (
     SkillUploadResult,
 )
 from ultron.tenancy import Actor, ensure_tenant, local_actor, member_groups
+from ultron.trajectory.schemas import SegmentInfo, SessionInfo
 from ultron.worker.status import WorkerStatus
 
 T = TypeVar("T")
@@ -176,9 +175,7 @@ class LocalBackend:
         return self._run(lambda s, a: self.hub.ingestion.ingest_text(s, a, text))
 
     def process_trajectories(self, limit: int) -> dict[str, int]:
-        from ultron.trajectory.pipeline import process_pending
-
-        return process_pending(self.hub, tenant_id=self.actor.tenant_id, limit=limit)
+        return build_worker(self.hub).process_due(self.actor.tenant_id, limit)
 
     def import_history(self, kind: str, name: str, data: bytes, wait: bool) -> ImportStatus:
         status = self._run(lambda s, a: self.hub.ingestion.imports.start(s, a, kind, name, data))

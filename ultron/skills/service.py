@@ -1,10 +1,11 @@
 """The evolution engine and the skill catalogue.
 
-A worker step (`run_evolution_cycle`, called by ultron/worker/runner.py's evolve hook) first brings the
-clusters up to date (leavers out, unclustered memories in), then crystallizes ready clusters and
-recrystallizes grown ones. Publishing needs the structural bar and the verifier; a recrystallization must
-also score strictly higher than the version it would replace, or, offline, present fixes the current
-offline version lacks without presenting fewer (`_offline_gain`). Failures back off exponentially.
+The worker's evolution step (ultron/worker/evolution.py owns its loop over tenants and its transactions)
+first brings each tenant's clusters up to date (`refresh_clusters`: leavers out, unclustered memories
+in), then crystallizes ready clusters and recrystallizes grown ones (`ready_clusters`, `evolve_cluster`).
+Publishing needs the structural bar and the verifier; a recrystallization must also score strictly
+higher than the version it would replace, or, offline, present fixes the current offline version lacks
+without presenting fewer (`_offline_gain`). Failures back off exponentially.
 """
 
 from __future__ import annotations
@@ -85,33 +86,22 @@ class SkillService:
 
     # --- the worker step ---------------------------------------------------------------------------
 
-    def run_evolution_cycle(self, should_stop: Callable[[], bool] = lambda: False) -> dict[str, int]:
-        from ultron.worker.rebalance import tenant_ids
+    def refresh_clusters(self, session: Session, tenant_id: UUID) -> dict[str, int]:
+        """One tenant's clusters brought up to date: leavers out, unclustered memories in."""
+        left = self.clusters.sync(session, tenant_id)["left"]
+        return {"left": left, "clustered": self.clusters.run_initial_clustering(session, tenant_id)}
 
-        with self.db.session() as session:
-            tenants = tenant_ids(session)
-        counts: dict[str, int] = {"clustered": 0, "left": 0, "published": 0, "failed": 0, "reverted": 0}
-        for tenant_id in tenants:
-            with self.db.session() as session:
-                left = self.clusters.sync(session, tenant_id)
-                counts["left"] += left["left"]
-                counts["clustered"] += self.clusters.run_initial_clustering(session, tenant_id)
-            with self.db.session() as session:
-                ready = [
-                    (c, "crystallize")
-                    for c in self.clusters.get_clusters_ready_to_crystallize(session, tenant_id, BATCH)
-                ]
-                ready += [
-                    (c, "recrystallize")
-                    for c in self.clusters.get_clusters_ready_to_recrystallize(session, tenant_id, BATCH)
-                ]
-            for cluster_id, trigger in ready:
-                if should_stop():
-                    return counts
-                with self.db.session() as session:
-                    outcome = self.evolve_cluster(session, tenant_id, cluster_id, trigger)
-                counts[outcome] = counts.get(outcome, 0) + 1
-        return counts
+    def ready_clusters(self, session: Session, tenant_id: UUID) -> list[tuple[UUID, str]]:
+        """(cluster, crystallize | recrystallize) for the tenant's clusters due for a skill version."""
+        ready = [
+            (c, "crystallize")
+            for c in self.clusters.get_clusters_ready_to_crystallize(session, tenant_id, BATCH)
+        ]
+        ready += [
+            (c, "recrystallize")
+            for c in self.clusters.get_clusters_ready_to_recrystallize(session, tenant_id, BATCH)
+        ]
+        return ready
 
     def evolve_cluster(self, session: Session, tenant_id: UUID, cluster_id: UUID, trigger: str) -> str:
         """Crystallize or recrystallize one cluster; returns published, failed or reverted."""

@@ -7,7 +7,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from ultron.ingestion.formats import Message
+from ultron.trajectory.messages import Message
 
 
 def canonical(m: Message) -> str:

@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ultron.ingestion.formats import Message
 from ultron.providers.tokens import truncate_to_tokens
+from ultron.trajectory.messages import Message
 from ultron.trajectory.metrics import is_tool_error, transcript
 
 FIELD_TOKENS = 600

@@ -18,8 +18,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ultron.ingestion.formats import Message
 from ultron.providers.tokens import truncate_to_tokens
+from ultron.trajectory.messages import Message
 
 WEIGHTS = {
     "completion": 0.35,

@@ -1,45 +1,48 @@
-"""The trajectory steps a worker (or `process_pending`) runs: segment, score, extract.
+"""The trajectory steps the worker's queues run: segment, score, extract.
 
-Each step runs inside the caller's transaction, is idempotent, and raises on failure; the caller
-records attempts, backoff and parking. `process_pending` is the in-process driver for callers without
-a worker: tests, `ultron trajectory process`, the SDK.
+Each step is a plain function of (session, its collaborators, the item's id): it runs inside the caller's
+transaction, is idempotent, and raises on failure. The caller -- ultron/worker's lease protocol, for the
+worker loop and for requests that wait alike -- records attempts, backoff and parking. `Steps` binds the
+collaborators once, for the worker.
 """
 
 from __future__ import annotations
 
 import logging
-from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Protocol
 from uuid import UUID
 
-from sqlalchemy import func, select, update
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from ultron.config import Settings
 from ultron.db.models import MemorySource, SessionRecord, TaskSegment
 from ultron.db.queries import q
 from ultron.errors import NotFound
-from ultron.ingestion.formats import Message
-from ultron.memory.schemas import MAX_TAG_CHARS, UploadRequest
+from ultron.memory.schemas import MAX_TAG_CHARS, UploadRequest, UploadResult
 from ultron.tenancy import Actor
 from ultron.trajectory.canonical import fingerprint
 from ultron.trajectory.extraction import extract_experiences
+from ultron.trajectory.messages import Message
 from ultron.trajectory.metrics import score_messages
 from ultron.trajectory.segmentation import segment_messages
 from ultron.trajectory.sessions import load_messages
 
-if TYPE_CHECKING:
-    from ultron.hub import Hub
-
 log = logging.getLogger(__name__)
 
-# process_pending's own bookkeeping (the worker keeps its own): retry later, park after this many tries.
-RETRY_DELAY = timedelta(seconds=30)
-MAX_ATTEMPTS = 5
 MAX_TAGS_PER_MEMORY = 10
 
 
-def llm_budget(hub: Hub) -> int:
-    return max(1024, hub.settings.llm_max_input_tokens - hub.settings.llm_prompt_reserve_tokens)
+class MemoryUploader(Protocol):
+    """What extraction needs of the memory service: an upload inside the caller's transaction."""
+
+    def upload(self, session: Session, actor: Actor, request: UploadRequest) -> UploadResult: ...
+
+
+def llm_budget(settings: Settings) -> int:
+    return max(1024, settings.llm_max_input_tokens - settings.llm_prompt_reserve_tokens)
 
 
 def _now() -> datetime:
@@ -64,7 +67,12 @@ def _supersede(session: Session, segment: TaskSegment) -> None:
 
 
 def segment_session(
-    session: Session, hub: Hub, session_id: UUID, *, messages: list[Message] | None = None
+    session: Session,
+    settings: Settings,
+    intelligence: Any,
+    session_id: UUID,
+    *,
+    messages: list[Message] | None = None,
 ) -> int:
     """(Re)segment a session; returns how many new segments it got. Unchanged segments are kept as they
     are; a segment whose messages changed is superseded and its memories archived. `messages`: the
@@ -76,7 +84,7 @@ def segment_session(
         raise NotFound(f"no session {session_id}")
     if messages is None or len(messages) != record.message_count:
         messages = load_messages(session, session_id)
-    spans = segment_messages(messages, hub.intelligence, llm_budget(hub))
+    spans = segment_messages(messages, intelligence, llm_budget(settings))
     live = session.execute(
         select(TaskSegment).where(TaskSegment.session_id == session_id, TaskSegment.stage != "superseded")
     ).scalars()
@@ -123,18 +131,18 @@ def _segment(session: Session, segment_id: UUID) -> TaskSegment:
     return segment
 
 
-def score_segment(session: Session, hub: Hub, segment_id: UUID) -> float:
+def score_segment(session: Session, settings: Settings, intelligence: Any, segment_id: UUID) -> float:
     """Store every metric and the total; stage -> 'extract' at or above the threshold, else 'done'."""
     segment = _segment(session, segment_id)
     if segment.stage != "score":
         return float(segment.score or 0.0)
     messages = load_messages(session, segment.session_id, segment.start_seq, segment.end_seq)
-    total, metrics, rationale = score_messages(messages, segment.topic, hub.intelligence, llm_budget(hub))
+    total, metrics, rationale = score_messages(messages, segment.topic, intelligence, llm_budget(settings))
     segment.score = total
     segment.metrics = {name: m.to_json() for name, m in metrics.items()}
     segment.rationale = rationale
     segment.scored_at = _now()
-    segment.stage = "extract" if total >= hub.settings.trajectory_memory_threshold else "done"
+    segment.stage = "extract" if total >= settings.trajectory_memory_threshold else "done"
     segment.updated_at = _now()
     session.flush()
     return total
@@ -156,7 +164,9 @@ def _request(item: dict[str, Any], limit: int) -> UploadRequest:
     )
 
 
-def extract_segment(session: Session, hub: Hub, segment_id: UUID) -> list[UUID]:
+def extract_segment(
+    session: Session, settings: Settings, intelligence: Any, memory: MemoryUploader, segment_id: UUID
+) -> list[UUID]:
     """Upload the segment's experiences through upload_memory and link each memory to it; stage -> 'done'."""
     segment = _segment(session, segment_id)
     if segment.stage != "extract":
@@ -166,13 +176,13 @@ def extract_segment(session: Session, hub: Hub, segment_id: UUID) -> list[UUID]:
     actor = Actor(record.tenant_id, record.agent_id, record.agent_name)
     messages = load_messages(session, segment.session_id, segment.start_seq, segment.end_seq)
     items = extract_experiences(
-        messages, segment.topic, segment.score or 0.0, hub.intelligence, llm_budget(hub)
+        messages, segment.topic, segment.score or 0.0, intelligence, llm_budget(settings)
     )
     ids: list[UUID] = []
     for item in items:
         if not str(item.get("content") or "").strip():
             continue
-        result = hub.memory.upload(session, actor, _request(item, hub.settings.max_field_chars))
+        result = memory.upload(session, actor, _request(item, settings.max_field_chars))
         session.execute(
             q("link_memory_source"),
             {
@@ -191,74 +201,19 @@ def extract_segment(session: Session, hub: Hub, segment_id: UUID) -> list[UUID]:
     return list(dict.fromkeys(ids))
 
 
-# --- in-process driver ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Steps:
+    """The three queued steps bound to their collaborators: what the worker runs on a leased item."""
 
+    settings: Settings
+    intelligence: Any
+    memory: MemoryUploader
 
-def _record_failure(
-    hub: Hub, model: type[SessionRecord] | type[TaskSegment], item_id: UUID, exc: Exception
-) -> None:
-    log.warning("trajectory step failed for %s %s: %s", model.__tablename__, item_id, exc)
-    with hub.db.session() as session:
-        attempts = model.attempts + 1
-        session.execute(
-            update(model)
-            .where(model.id == item_id)
-            .values(
-                attempts=attempts,
-                last_error=f"{type(exc).__name__}: {exc}"[:2000],
-                next_attempt_at=func.now() + RETRY_DELAY * func.power(2, model.attempts),
-            )
-        )
-        session.execute(
-            update(model)
-            .where(model.id == item_id, model.attempts >= MAX_ATTEMPTS)
-            .values(parked_at=func.now())
-        )
+    def segment_session(self, session: Session, session_id: UUID) -> int:
+        return segment_session(session, self.settings, self.intelligence, session_id)
 
+    def score_segment(self, session: Session, segment_id: UUID) -> float:
+        return score_segment(session, self.settings, self.intelligence, segment_id)
 
-def _ids(hub: Hub, query: str, params: dict[str, Any]) -> list[UUID]:
-    with hub.db.session() as session:
-        return [row.id for row in session.execute(q(query), params).all()]
-
-
-def _run_sessions(hub: Hub, tenant_id: UUID | None, limit: int, counts: dict[str, int]) -> None:
-    for session_id in _ids(hub, "pending_sessions", {"tenant_id": tenant_id, "limit": limit}):
-        try:
-            with hub.db.session() as session:
-                if session.execute(q("lock_session_for_work"), {"id": session_id}).first() is None:
-                    continue
-                counts["new_segments"] += segment_session(session, hub, session_id)
-                counts["sessions"] += 1
-        except Exception as exc:  # noqa: BLE001 - recorded on the row; the next item still runs
-            counts["failed"] += 1
-            _record_failure(hub, SessionRecord, session_id, exc)
-
-
-def _run_segments(hub: Hub, stage: str, tenant_id: UUID | None, limit: int, counts: dict[str, int]) -> None:
-    params = {"tenant_id": tenant_id, "limit": limit, "stage": stage}
-    for segment_id in _ids(hub, "pending_segments", params):
-        try:
-            with hub.db.session() as session:
-                if (
-                    session.execute(q("lock_segment_for_work"), {"id": segment_id, "stage": stage}).first()
-                    is None
-                ):
-                    continue
-                if stage == "score":
-                    score_segment(session, hub, segment_id)
-                    counts["scored"] += 1
-                else:
-                    counts["memories"] += len(extract_segment(session, hub, segment_id))
-                    counts["extracted"] += 1
-        except Exception as exc:  # noqa: BLE001 - recorded on the row; the next item still runs
-            counts["failed"] += 1
-            _record_failure(hub, TaskSegment, segment_id, exc)
-
-
-def process_pending(hub: Hub, *, tenant_id: UUID | None = None, limit: int = 100) -> dict[str, int]:
-    """Segment, score and extract whatever is due (up to `limit` items per step), one transaction each."""
-    counts = {"sessions": 0, "new_segments": 0, "scored": 0, "extracted": 0, "memories": 0, "failed": 0}
-    _run_sessions(hub, tenant_id, limit, counts)
-    _run_segments(hub, "score", tenant_id, limit, counts)
-    _run_segments(hub, "extract", tenant_id, limit, counts)
-    return counts
+    def extract_segment(self, session: Session, segment_id: UUID) -> list[UUID]:
+        return extract_segment(session, self.settings, self.intelligence, self.memory, segment_id)

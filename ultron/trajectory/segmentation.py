@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from ultron.ingestion.formats import Message
 from ultron.providers.tokens import count_tokens, truncate_to_tokens
+from ultron.trajectory.messages import Message
 
 log = logging.getLogger(__name__)
 

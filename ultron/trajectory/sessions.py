@@ -15,9 +15,9 @@ from sqlalchemy.orm import Session
 
 from ultron.db.models import SessionMessage, SessionRecord
 from ultron.db.queries import q
-from ultron.ingestion.formats import Message
 from ultron.tenancy import Actor
 from ultron.trajectory.canonical import message_digest
+from ultron.trajectory.messages import Message
 
 StoreStatus = Literal["created", "appended", "replaced", "unchanged"]
 JSON_COLUMNS = {"tool_calls"}
@@ -33,7 +33,7 @@ class StoreOutcome:
     message_count: int
 
 
-def _row(session_id: UUID, tenant_id: UUID, seq: int, m: Message, digest: str) -> dict[str, Any]:
+def message_row(session_id: UUID, tenant_id: UUID, seq: int, m: Message, digest: str) -> dict[str, Any]:
     return {
         "session_id": session_id,
         "seq": seq,
@@ -58,7 +58,7 @@ def _first_difference(old: list[str], new: list[str]) -> int:
     return min(len(old), len(new))
 
 
-def _time_range(messages: list[Message]) -> tuple[datetime | None, datetime | None]:
+def time_range(messages: list[Message]) -> tuple[datetime | None, datetime | None]:
     times = [m.sent_at for m in messages if m.sent_at is not None]
     return (min(times), max(times)) if times else (None, None)
 
@@ -73,13 +73,13 @@ def unchanged_session(
     ).first()
     if row is None or row.message_count != len(messages) or not row.digests:
         return None
-    _strip_nul(messages)
+    strip_nul(messages)
     if list(row.digests) != [message_digest(m) for m in messages]:
         return None
     return StoreOutcome(row.id, "unchanged", 0, len(messages))
 
 
-def _strip_nul(messages: list[Message]) -> None:
+def strip_nul(messages: list[Message]) -> None:
     for m in messages:  # Postgres text cannot hold NUL; strip it before digests so both sides agree
         m.content = m.content.replace("\x00", "")
         m.reasoning = m.reasoning.replace("\x00", "") if m.reasoning else m.reasoning
@@ -125,7 +125,7 @@ def store_session(
         )
         .with_for_update()
     ).scalar_one()
-    _strip_nul(messages)
+    strip_nul(messages)
     digests = [message_digest(m) for m in messages]
     old = list(
         session.execute(
@@ -141,10 +141,13 @@ def store_session(
         session.execute(
             delete(SessionMessage).where(SessionMessage.session_id == record.id, SessionMessage.seq >= start)
         )
-    rows = [_row(record.id, actor.tenant_id, i, messages[i], digests[i]) for i in range(start, len(messages))]
+    rows = [
+        message_row(record.id, actor.tenant_id, i, messages[i], digests[i])
+        for i in range(start, len(messages))
+    ]
     copy_messages(session, rows)
     status: StoreStatus = "created" if not old else ("appended" if start == len(old) else "replaced")
-    first, last = _time_range(messages)
+    first, last = time_range(messages)
     record.format = fmt
     record.meta = {**record.meta, **metadata}
     record.message_count = len(messages)

@@ -11,8 +11,8 @@ from sqlalchemy.orm import Session
 from ultron.authz import require_owner
 from ultron.db.models import MemorySource, SessionMessage, SessionRecord, TaskSegment
 from ultron.errors import Conflict, NotFound
-from ultron.ingestion.schemas import MessageInfo, SegmentInfo, SessionDetail, SessionInfo
 from ultron.tenancy import Actor
+from ultron.trajectory.schemas import MessageInfo, SegmentInfo, SessionDetail, SessionInfo
 from ultron.trajectory.sessions import queue_segmentation
 
 PAGE_MAX = 500

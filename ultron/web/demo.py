@@ -12,8 +12,10 @@ from typing import Any
 
 from sqlalchemy import text
 
+from ultron.hub import build_worker
 from ultron.memory.schemas import MemoryPatch, UploadRequest
 from ultron.tenancy import Actor, authenticate, create_agent
+from ultron.worker.evolution import run_evolution_cycle
 
 DEMO_MEMORIES: list[dict[str, Any]] = [
     {
@@ -329,11 +331,11 @@ def seed_skills(hub: Any, actors: list[Actor]) -> dict[str, int]:
     for i, fields in enumerate(DEMO_SKILL_MEMORIES):
         with hub.db.session() as s:
             hub.memory.upload(s, actors[i % len(actors)], UploadRequest(**fields))
-    hub.skills.run_evolution_cycle()
+    run_evolution_cycle(hub.db, hub.skills)
     for i, fields in enumerate(DEMO_SKILL_FOLLOWUPS):
         with hub.db.session() as s:
             hub.memory.upload(s, actors[(i + 1) % len(actors)], UploadRequest(**fields))
-    return hub.skills.run_evolution_cycle()
+    return run_evolution_cycle(hub.db, hub.skills)
 
 
 def _seed_import(hub: Any, actor: Actor) -> None:
@@ -341,12 +343,10 @@ def _seed_import(hub: Any, actor: Actor) -> None:
     ingestion = getattr(hub, "ingestion", None)
     if ingestion is None:
         return
-    from ultron.trajectory.pipeline import process_pending
-
     with hub.db.session() as s:
         job = ingestion.imports.start(s, actor, "text", "team-chats.txt", DEMO_CHATS.encode())
     ingestion.imports.run(actor, job.id)
-    process_pending(hub, tenant_id=actor.tenant_id)
+    build_worker(hub).process_due(actor.tenant_id)
 
 
 def spread_days(hub: Any, days: int = 14) -> None:

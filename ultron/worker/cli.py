@@ -45,14 +45,13 @@ def add_parsers(
 def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     if args.action == "status":
         return _print_status(args, as_json=args.json)
-    from ultron.hub import Hub
+    from ultron.hub import Hub, build_worker
     from ultron.ops.logs import configure_logging
-    from ultron.worker.runner import Worker
 
     configure_logging(settings.log_level, settings.log_json)  # JSON lines like the API's
     hub = Hub.open(settings)
     try:
-        worker = Worker(hub)
+        worker = build_worker(hub)
         # A signal becomes a graceful stop: the current item and step finish, then the worker returns.
         for signum in (signal.SIGTERM, signal.SIGINT):
             signal.signal(signum, lambda *_: worker.stop())

@@ -25,7 +25,7 @@ MAX_BACKOFF_SECONDS = 86_400.0
 # Longest error text kept on an item (a traceback's last lines are enough to act on).
 MAX_ERROR_CHARS = 4000
 
-Handler = Callable[[Session, Any, UUID], Any]
+Handler = Callable[[Session, UUID], Any]
 
 
 @dataclass(frozen=True)
@@ -78,8 +78,10 @@ def lease(
     policy: LeasePolicy,
     limit: int = 1,
     exclude: Collection[UUID] = (),
+    tenant_id: UUID | None = None,
 ) -> list[Leased]:
-    """Lease up to `limit` ready items in one statement (never one in `exclude`)."""
+    """Lease up to `limit` ready items in one statement (never one in `exclude`; only `tenant_id`'s when
+    given)."""
     rows = session.execute(
         q(f"lease_{queue.table}"),
         queue.params(
@@ -88,6 +90,7 @@ def lease(
             max_attempts=policy.max_attempts,
             limit=limit,
             exclude=list(exclude),
+            tenant_id=tenant_id,
         ),
     ).all()
     return [Leased(r.id, r.tenant_id, r.attempts) for r in rows]

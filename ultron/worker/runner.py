@@ -23,20 +23,27 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 from uuid import UUID
 
 import psycopg
 from sqlalchemy import text, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session
 
+from ultron.config import Settings
+from ultron.db.engine import Database
 from ultron.db.models import WorkerProcess, WorkerRun
 from ultron.db.queries import q
+from ultron.memory.service import MemoryService
 from ultron.ops.metrics import record_worker_step
+from ultron.settings_store import RuntimeSettings
+from ultron.skills.service import SkillService
 from ultron.worker import queues
 from ultron.worker.consolidate import ConsolidationCounts, Consolidator
-from ultron.worker.queues import EXTRACT, SCORE, SEGMENT, Leased, LeasePolicy, Queue
+from ultron.worker.evolution import run_evolution_cycle
+from ultron.worker.queues import EXTRACT, SCORE, SEGMENT, Handler, Leased, LeasePolicy, Queue
 from ultron.worker.rebalance import add_counts, rebalance_tenant, tenant_ids
 from ultron.worker.status import ALIVE_LEASES, mark_abandoned_runs
 
@@ -76,24 +83,39 @@ class StepOutcome:
     errors: list[str] = field(default_factory=list)
 
 
-def load_pipeline() -> Any:
-    """The trajectory pipeline (segment/score/extract), or None while it is not installed."""
-    try:
-        from ultron.trajectory import pipeline
-    except ImportError:
-        return None
-    return pipeline
+class ItemSteps(Protocol):
+    """The per-item steps the queues run (ultron/trajectory/pipeline.py's Steps), each inside the item's
+    transaction."""
+
+    def segment_session(self, session: Session, session_id: UUID) -> int: ...
+
+    def score_segment(self, session: Session, segment_id: UUID) -> float: ...
+
+    def extract_segment(self, session: Session, segment_id: UUID) -> list[UUID]: ...
 
 
 class Worker:
-    def __init__(self, hub: Any, *, worker_id: str | None = None, pipeline: Any = ...):
-        self.hub = hub
-        self.db = hub.db
-        self.settings = hub.settings
+    """Built by the composition root (ultron/hub.py: build_worker) with the collaborators each step uses."""
+
+    def __init__(
+        self,
+        db: Database,
+        settings: Settings,
+        *,
+        steps: ItemSteps,
+        memory: MemoryService,
+        runtime: RuntimeSettings,
+        skills: SkillService,
+        worker_id: str | None = None,
+    ):
+        self.db = db
+        self.settings = settings
+        self.steps = steps
+        self.runtime = runtime
+        self.skills = skills
         self.id = worker_id or default_worker_id()
-        self.policy = LeasePolicy.from_settings(hub.settings)
-        self.pipeline = load_pipeline() if pipeline is ... else pipeline
-        self.consolidator = Consolidator(hub.db, hub.memory, hub.settings.consolidate_max_merges)
+        self.policy = LeasePolicy.from_settings(settings)
+        self.consolidator = Consolidator(db, memory, settings.consolidate_max_merges)
         self._stop = threading.Event()
         self._listener: psycopg.Connection | None = None
         self._current_step: str | None = None
@@ -159,9 +181,9 @@ class Worker:
 
     def _step_fn(self, step: str) -> Callable[[StepOutcome], dict[str, Any]]:
         return {
-            "segment": lambda o: self.drain(SEGMENT, "segment_session", o),
-            "score": lambda o: self.drain(SCORE, "score_segment", o),
-            "extract": lambda o: self.drain(EXTRACT, "extract_segment", o),
+            "segment": lambda o: self.drain(SEGMENT, o),
+            "score": lambda o: self.drain(SCORE, o),
+            "extract": lambda o: self.drain(EXTRACT, o),
             "rebalance": self.rebalance,
             "evolution": self.evolve,
             "consolidate": self.consolidate,
@@ -169,36 +191,58 @@ class Worker:
 
     # --- per-item steps ------------------------------------------------------------------------
 
-    def drain(self, queue: Queue, handler_name: str, outcome: StepOutcome) -> dict[str, Any]:
-        """Lease and process items one at a time until the queue has none ready (or we are stopping)."""
-        if self.pipeline is None:
-            return {"skipped": "trajectory pipeline not installed"}
-        handler = getattr(self.pipeline, handler_name)
+    def _handler(self, queue: Queue) -> Handler:
+        return {
+            SEGMENT: self.steps.segment_session,
+            SCORE: self.steps.score_segment,
+            EXTRACT: self.steps.extract_segment,
+        }[queue]
+
+    def drain(
+        self,
+        queue: Queue,
+        outcome: StepOutcome,
+        *,
+        tenant_id: UUID | None = None,
+        limit: int | None = None,
+        results: list[Any] | None = None,
+    ) -> dict[str, Any]:
+        """Lease and process items one at a time until the queue has none ready (or we are stopping, or
+        `limit` items were leased). `tenant_id` narrows it to one tenant's items; `results` collects what
+        the step returned for each item done."""
+        handler = self._handler(queue)
         counts = {"done": 0, "failed": 0, "parked": 0, "lost": 0}
         with self.db.session() as session:
             counts["parked"] += queues.park_abandoned(session, self.policy) if queue is SEGMENT else 0
         failed: set[UUID] = set()  # not retried within this drain, whatever their backoff
-        while not self.stopping:
+        taken = 0
+        while not self.stopping and (limit is None or taken < limit):
             with self.db.session() as session:
-                leased = queues.lease(session, queue, self.id, self.policy, exclude=failed)
+                leased = queues.lease(
+                    session, queue, self.id, self.policy, exclude=failed, tenant_id=tenant_id
+                )
             if not leased:
                 break
+            taken += len(leased)
             for item in leased:
-                result = self.process(queue, handler, item, outcome)
+                result, value = self.process(queue, handler, item, outcome)
                 counts[result] += 1
                 if result in ("failed", "parked"):
                     failed.add(item.id)
+                elif result == "done" and results is not None:
+                    results.append(value)
         return counts
 
-    def process(self, queue: Queue, handler: Callable[..., Any], item: Leased, outcome: StepOutcome) -> str:
-        """One item in its own transaction; a failure is recorded in a separate short one."""
+    def process(self, queue: Queue, handler: Handler, item: Leased, outcome: StepOutcome) -> tuple[str, Any]:
+        """One item in its own transaction; a failure is recorded in a separate short one. Returns done,
+        failed, parked or lost, and what the step returned."""
         try:
             with self.db.session() as session:
                 if not queues.claim(session, queue, item.id, self.id):
-                    return "lost"  # our lease expired and another worker has it
-                handler(session, self.hub, item.id)
+                    return "lost", None  # our lease expired and another worker has it
+                value = handler(session, item.id)
                 queues.finish(session, queue, item.id, self.id)
-            return "done"
+            return "done", value
         except Exception as exc:  # noqa: BLE001 - the item's error is kept on the item
             error = _error_text(exc)
             log.warning("%s %s failed (attempt %d): %s", queue.name, item.id, item.attempts, error)
@@ -208,7 +252,26 @@ class Worker:
                 outcome.errors.append(
                     f"{queue.name} {item.id} parked after {item.attempts} attempts: {error}"
                 )
-            return "parked" if parked else "failed"
+            return ("parked" if parked else "failed"), None
+
+    def process_due(self, tenant_id: UUID | None = None, limit: int = 100) -> dict[str, int]:
+        """For a caller that waits on its work (POST /trajectory/process, the SDK's local client, the
+        demo): drain the three queues through the same lease protocol as the loop, up to `limit` items
+        each, only `tenant_id`'s when given; returns what each step did."""
+        outcome = StepOutcome("process", "ok")
+        new_segments: list[int] = []
+        memories: list[list[UUID]] = []
+        sessions = self.drain(SEGMENT, outcome, tenant_id=tenant_id, limit=limit, results=new_segments)
+        scored = self.drain(SCORE, outcome, tenant_id=tenant_id, limit=limit)
+        extracted = self.drain(EXTRACT, outcome, tenant_id=tenant_id, limit=limit, results=memories)
+        return {
+            "sessions": sessions["done"],
+            "new_segments": sum(new_segments),
+            "scored": scored["done"],
+            "extracted": extracted["done"],
+            "memories": sum(len(ids) for ids in memories),
+            "failed": sum(c["failed"] + c["parked"] for c in (sessions, scored, extracted)),
+        }
 
     # --- singleton steps -----------------------------------------------------------------------
 
@@ -219,7 +282,7 @@ class Worker:
         for tenant_id in tenants:
             try:
                 with self.db.session() as session:
-                    settings = self.hub.runtime.for_tenant(session, tenant_id)  # an admin's changes apply
+                    settings = self.runtime.for_tenant(session, tenant_id)  # an admin's changes apply
                     total = add_counts(total, rebalance_tenant(session, settings, tenant_id))
                 total["tenants"] += 1
             except Exception as exc:  # noqa: BLE001 - one tenant's failure must not block the others
@@ -227,12 +290,8 @@ class Worker:
         return total
 
     def evolve(self, outcome: StepOutcome) -> dict[str, Any]:
-        """Skill evolution: the skills service's hook when it exists, else nothing to do."""
-        skills = getattr(self.hub, "skills", None)
-        hook = getattr(skills, "run_evolution_cycle", None)
-        if hook is None:
-            return {"skipped": "skills not installed"}
-        return dict(hook(should_stop=lambda: self.stopping) or {})
+        """Skill evolution: every tenant's ready clusters (ultron/worker/evolution.py)."""
+        return dict(run_evolution_cycle(self.db, self.skills, should_stop=lambda: self.stopping))
 
     def consolidate(self, outcome: StepOutcome) -> dict[str, Any]:
         if not self.settings.consolidate_enabled:
@@ -402,8 +461,8 @@ def _did_work(counts: dict[str, Any]) -> bool:
 class BackgroundWorker:
     """`ultron serve --with-worker`: the worker on its own thread (never the event loop)."""
 
-    def __init__(self, hub: Any):
-        self.worker = Worker(hub)
+    def __init__(self, worker: Worker):
+        self.worker = worker
         self.thread = threading.Thread(target=self.worker.run_forever, name="ultron-worker", daemon=True)
         self.thread.start()
 
