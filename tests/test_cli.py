@@ -406,7 +406,7 @@ def test_ingest_of_a_folder_without_sessions_says_why(tmp_path, capsys):
 
 
 def test_the_api_reference_says_upload_answers_201_on_create():
-    from ultron.ops.apidoc import openapi_schema
+    from ultron.api.apidoc import openapi_schema
 
     responses = openapi_schema()["paths"]["/memories/upload"]["post"]["responses"]
     assert {"200", "201"} <= set(responses)

@@ -137,9 +137,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from ultron.api.app import create_app
-    from ultron.api.auth import is_loopback
     from ultron.hub import Hub, build_worker
     from ultron.ops.logs import configure_logging, logging_config
+    from ultron.routing.auth import is_loopback
     from ultron.tenancy import count_issued_keys
 
     settings = _settings(args)

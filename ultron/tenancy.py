@@ -136,7 +136,7 @@ def member_groups(session: Session, agent_id: UUID) -> tuple[str, ...]:
 def authenticate(session: Session, key: str) -> Actor:
     """Resolve a Bearer key to its agent; revoked and unknown keys are refused.
 
-    Writes nothing: `last_seen_at` is recorded outside the request's transaction (ultron/api/auth.py).
+    Writes nothing: `last_seen_at` is recorded outside the request's transaction (ultron/routing/auth.py).
     """
     row = session.execute(
         select(Agent, Tenant.name)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from ultron.api.apidoc import api_reference, openapi_schema
 from ultron.config import Settings, settings_reference
-from ultron.ops.apidoc import api_reference, openapi_schema
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 OPERATOR_DOCS = (
@@ -31,7 +31,7 @@ def test_configuration_reference_is_current():
 def test_api_reference_is_current():
     committed = (DOCS / "api.md").read_text(encoding="utf-8")
     assert committed == api_reference(), (
-        "docs/api.md is stale: run `python -m ultron.ops.apidoc > docs/api.md`"
+        "docs/api.md is stale: run `python -m ultron.api.apidoc > docs/api.md`"
     )
 
 

@@ -164,7 +164,7 @@ def test_revoking_the_last_key_never_reopens_the_hub(hub, caplog):
 
 def test_open_mode_is_logged_loudly_and_closes_for_good(hub, caplog):
     app = create_app(hub, allow_open=True)
-    with caplog.at_level(logging.WARNING, logger="ultron.api.auth"), TestClient(app) as c:
+    with caplog.at_level(logging.WARNING, logger="ultron.routing.auth"), TestClient(app) as c:
         assert c.get("/memories/stats").status_code == 200
         assert any("SERVING OPEN" in rec.getMessage() for rec in caplog.records)
         with hub.db.session() as s:

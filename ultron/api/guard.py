@@ -17,8 +17,8 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ultron import validation
-from ultron.api.errors import internal_error_response
 from ultron.errors import PayloadTooLarge, UltronError, ValidationFailed
+from ultron.routing.errors import internal_error_response
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,5 @@
-"""HTTP endpoints: ingest files and text, sessions and segments, imports and their review.
+"""HTTP endpoints: ingest files and text, imports and their review (sessions and segments:
+ultron/trajectory/router.py).
 
 `POST /ingest` and `POST /imports` read the body on the event loop (multipart or JSON) and do all
 database and model work in the threadpool, one transaction per request.
@@ -11,18 +12,16 @@ import binascii
 import json
 import logging
 import threading
-from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 from uuid import UUID
 
-from fastapi import APIRouter, Query, Request
-from pydantic import BaseModel, Field, ValidationError
+from fastapi import APIRouter, Depends, Query, Request
+from pydantic import BaseModel, ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
-from ultron.api.app import ERROR_RESPONSES, call
 from ultron.errors import PayloadTooLarge, ValidationFailed
-from ultron.hub import Hub
+from ultron.ingestion.imports import ImportService
 from ultron.ingestion.schemas import (
     ImportStartRequest,
     ImportStatus,
@@ -35,19 +34,25 @@ from ultron.ingestion.schemas import (
     ReviewItem,
     ReviewOutcome,
 )
+from ultron.ingestion.service import IngestionService
+from ultron.routing.deps import SettingsDep, UnitDep, hub_part
+from ultron.routing.errors import ERROR_RESPONSES
 from ultron.tenancy import Actor
-from ultron.trajectory import views
-from ultron.trajectory.schemas import MessageInfo, SegmentInfo, SessionDetail, SessionInfo
 from ultron.validation import check_path
 
 log = logging.getLogger(__name__)
 
 router = APIRouter(tags=["ingestion"], responses=ERROR_RESPONSES)
+imports = APIRouter(tags=["ingestion"], responses=ERROR_RESPONSES)  # included after trajectory's routes
 MAX_FORM_FILES = 10_000
+IngestionDep = Annotated[IngestionService, Depends(hub_part("ingestion"))]
 
 
-class ProcessRequest(BaseModel):
-    limit: int = Field(100, ge=1, le=10_000)
+async def _import_service(request: Request) -> ImportService:
+    return request.app.state.hub.ingestion.imports  # type: ignore[no-any-return]
+
+
+ImportsDep = Annotated[ImportService, Depends(_import_service)]
 
 
 def _decode(name: str, text: str | None, b64: str | None) -> bytes:
@@ -76,7 +81,7 @@ def _is_form(request: Request) -> bool:
 
 
 @router.post("/ingest", response_model=IngestResult)
-async def ingest(request: Request) -> IngestResult:
+async def ingest(request: Request, unit: UnitDep, ingestion: IngestionDep) -> IngestResult:
     """Session files as multipart `files` parts, or JSON `{files: [{name, content | content_base64}]}`.
 
     The client reads its own files and sends their contents: the hub never opens a path it is given."""
@@ -91,102 +96,35 @@ async def ingest(request: Request) -> IngestResult:
         files = [IngestFile(f.name, _decode(f.name, f.content, f.content_base64)) for f in body.files]
     if not files:
         raise ValidationFailed("no files in the request")
-    hub: Hub = request.app.state.hub
-    return await run_in_threadpool(call, request, lambda s, a: hub.ingestion.ingest_files(s, a, files))
+    return await run_in_threadpool(unit.write, lambda s, a: ingestion.ingest_files(s, a, files))
 
 
 @router.post("/ingest/text", response_model=IngestTextResult)
-def ingest_text(request: Request, body: IngestTextRequest) -> IngestTextResult:
+def ingest_text(body: IngestTextRequest, unit: UnitDep, ingestion: IngestionDep) -> IngestTextResult:
     """Extract memories from free text (main LLM; offline: the heuristic extractor) and upload each."""
-    return call(request, lambda s, a: request.app.state.hub.ingestion.ingest_text(s, a, body.text))
-
-
-# --- sessions and segments --------------------------------------------------------------------------
-
-
-@router.get("/sessions", response_model=list[SessionInfo])
-def list_sessions(
-    request: Request,
-    limit: int = Query(50, ge=1, le=500),
-    before: datetime | None = Query(None, description="Page: the last row's updated_at"),
-    import_id: UUID | None = None,
-) -> list[SessionInfo]:
-    return call(
-        request, lambda s, a: views.list_sessions(s, a, limit=limit, before=before, import_id=import_id)
-    )
-
-
-@router.get("/sessions/{session_id}", response_model=SessionDetail)
-def show_session(request: Request, session_id: UUID, superseded: bool = False) -> SessionDetail:
-    """A session with its segments, each with every metric value and the memories extracted from it."""
-    return call(request, lambda s, a: views.show_session(s, a, session_id, superseded=superseded))
-
-
-@router.get("/sessions/{session_id}/messages", response_model=list[MessageInfo])
-def session_messages(
-    request: Request, session_id: UUID, start: int = Query(0, ge=0), limit: int = Query(200, ge=1, le=500)
-) -> list[MessageInfo]:
-    return call(request, lambda s, a: views.session_messages(s, a, session_id, start=start, limit=limit))
-
-
-@router.post("/sessions/{session_id}/reprocess", response_model=SessionInfo)
-def reprocess_session(request: Request, session_id: UUID) -> SessionInfo:
-    return call(request, lambda s, a: views.reprocess_session(s, a, session_id))
-
-
-@router.get("/segments", response_model=list[SegmentInfo])
-def list_segments(
-    request: Request,
-    session_id: UUID | None = None,
-    stage: str | None = Query(None, pattern="^(score|extract|done|skipped|superseded)$"),
-    limit: int = Query(100, ge=1, le=500),
-    before: datetime | None = Query(None, description="Page: the last row's created_at"),
-) -> list[SegmentInfo]:
-    return call(
-        request,
-        lambda s, a: views.list_segments(
-            s, a, session_id=session_id, stage=stage, limit=limit, before=before
-        ),
-    )
-
-
-@router.get("/segments/{segment_id}", response_model=SegmentInfo)
-def show_segment(request: Request, segment_id: UUID) -> SegmentInfo:
-    return call(request, lambda s, a: views.show_segment(s, a, segment_id))
-
-
-@router.post("/segments/{segment_id}/reprocess", response_model=SegmentInfo)
-def reprocess_segment(request: Request, segment_id: UUID) -> SegmentInfo:
-    return call(request, lambda s, a: views.reprocess_segment(s, a, segment_id))
-
-
-@router.post("/trajectory/process")
-def process(request: Request, body: ProcessRequest | None = None) -> dict[str, int]:
-    """Run due segmentation, scoring and extraction for the caller's tenant now, in this request."""
-    # Through a worker's lease protocol (app.state.build_worker): the same code path as the worker loop.
-    actor = call(request, lambda s, a: a)
-    worker = request.app.state.build_worker()
-    return worker.process_due(actor.tenant_id, (body or ProcessRequest()).limit)  # type: ignore[no-any-return]
+    return unit.write(lambda s, a: ingestion.ingest_text(s, a, body.text))
 
 
 # --- imports ----------------------------------------------------------------------------------------
 
 
-def _run_in_background(hub: Hub, actor: Actor, job_id: UUID) -> None:
+def _run_in_background(imports: ImportService, actor: Actor, job_id: UUID) -> None:
     """Advance an import batch by batch off the request; its state is in the database, so a restart or a
     pause loses nothing (resume starts a new runner)."""
 
     def run() -> None:
         try:
-            hub.ingestion.imports.run(actor, job_id)
+            imports.run(actor, job_id)
         except Exception:  # noqa: BLE001 - a background thread has nobody to raise to
             log.exception("import %s stopped with an error; resume it to continue", job_id)
 
     threading.Thread(target=run, name=f"import-{job_id}", daemon=True).start()
 
 
-@router.post("/imports", response_model=ImportStatus, status_code=202)
-async def start_import(request: Request) -> ImportStatus:
+@imports.post("/imports", response_model=ImportStatus, status_code=202)
+async def start_import(
+    request: Request, unit: UnitDep, service: ImportsDep, settings: SettingsDep
+) -> ImportStatus:
     """Multipart (`kind`, `name`, `file`) or JSON `{kind, name, content | content_base64}`."""
     if _is_form(request):
         form = await request.form()
@@ -206,55 +144,54 @@ async def start_import(request: Request) -> ImportStatus:
     else:
         start = await _json_model(request, ImportStartRequest)
         data = _decode("import", start.content, start.content_base64)
-    hub: Hub = request.app.state.hub
-    if len(data) > hub.settings.ingest_max_file_bytes:
+    if len(data) > settings.ingest_max_file_bytes:
         raise PayloadTooLarge(
-            f"the export is {len(data)} bytes; the limit is {hub.settings.ingest_max_file_bytes}"
+            f"the export is {len(data)} bytes; the limit is {settings.ingest_max_file_bytes}"
         )
     status, actor = await run_in_threadpool(
-        call, request, lambda s, a: (hub.ingestion.imports.start(s, a, start.kind, start.name, data), a)
+        unit.write, lambda s, a: (service.start(s, a, start.kind, start.name, data), a)
     )
-    _run_in_background(hub, actor, status.id)
+    _run_in_background(service, actor, status.id)
     return status
 
 
-@router.get("/imports", response_model=list[ImportStatus])
-def list_imports(request: Request, limit: int = Query(50, ge=1, le=500)) -> list[ImportStatus]:
-    return call(request, lambda s, a: request.app.state.hub.ingestion.imports.list_jobs(s, a, limit))
+@imports.get("/imports", response_model=list[ImportStatus])
+def list_imports(
+    unit: UnitDep, service: ImportsDep, limit: int = Query(50, ge=1, le=500)
+) -> list[ImportStatus]:
+    return unit.write(lambda s, a: service.list_jobs(s, a, limit))
 
 
-@router.get("/imports/{job_id}", response_model=ImportStatus)
-def import_status(request: Request, job_id: UUID) -> ImportStatus:
-    return call(request, lambda s, a: request.app.state.hub.ingestion.imports.status(s, a, job_id))
+@imports.get("/imports/{job_id}", response_model=ImportStatus)
+def import_status(job_id: UUID, unit: UnitDep, service: ImportsDep) -> ImportStatus:
+    return unit.write(lambda s, a: service.status(s, a, job_id))
 
 
-@router.post("/imports/{job_id}/pause", response_model=ImportStatus)
-def pause_import(request: Request, job_id: UUID) -> ImportStatus:
-    return call(request, lambda s, a: request.app.state.hub.ingestion.imports.pause(s, a, job_id))
+@imports.post("/imports/{job_id}/pause", response_model=ImportStatus)
+def pause_import(job_id: UUID, unit: UnitDep, service: ImportsDep) -> ImportStatus:
+    return unit.write(lambda s, a: service.pause(s, a, job_id))
 
 
-@router.post("/imports/{job_id}/resume", response_model=ImportStatus)
-def resume_import(request: Request, job_id: UUID) -> ImportStatus:
-    hub: Hub = request.app.state.hub
-    status, actor = call(request, lambda s, a: (hub.ingestion.imports.resume(s, a, job_id), a))
-    _run_in_background(hub, actor, job_id)
+@imports.post("/imports/{job_id}/resume", response_model=ImportStatus)
+def resume_import(job_id: UUID, unit: UnitDep, service: ImportsDep) -> ImportStatus:
+    status, actor = unit.write(lambda s, a: (service.resume(s, a, job_id), a))
+    _run_in_background(service, actor, job_id)
     return status
 
 
-@router.get("/imports/{job_id}/review", response_model=list[ReviewItem])
+@imports.get("/imports/{job_id}/review", response_model=list[ReviewItem])
 def review_list(
-    request: Request, job_id: UUID, limit: int = Query(100, ge=1, le=500), offset: int = Query(0, ge=0)
+    job_id: UUID,
+    unit: UnitDep,
+    service: ImportsDep,
+    limit: int = Query(100, ge=1, le=500),
+    offset: int = Query(0, ge=0),
 ) -> list[ReviewItem]:
     """What the import produced: per conversation, its session, segments and memories."""
-    return call(
-        request,
-        lambda s, a: request.app.state.hub.ingestion.imports.review_list(
-            s, a, job_id, limit=limit, offset=offset
-        ),
-    )
+    return unit.write(lambda s, a: service.review_list(s, a, job_id, limit=limit, offset=offset))
 
 
-@router.post("/imports/{job_id}/review", response_model=ReviewOutcome)
-def review(request: Request, job_id: UUID, body: ReviewDecision) -> ReviewOutcome:
+@imports.post("/imports/{job_id}/review", response_model=ReviewOutcome)
+def review(job_id: UUID, body: ReviewDecision, unit: UnitDep, service: ImportsDep) -> ReviewOutcome:
     """Approve conversations, or discard them (their memories are archived)."""
-    return call(request, lambda s, a: request.app.state.hub.ingestion.imports.review(s, a, job_id, body))
+    return unit.write(lambda s, a: service.review(s, a, job_id, body))

@@ -22,6 +22,7 @@ from sqlalchemy.exc import DataError, OperationalError
 from ultron import validation
 from ultron.errors import UltronError
 from ultron.providers.base import ProviderError
+from ultron.routing.errors import provider_unavailable
 
 log = logging.getLogger(__name__)
 
@@ -62,8 +63,6 @@ def tool_errors() -> Iterator[None]:
     except UltronError as exc:
         raise ToolError(f"{exc.error}: {exc.detail}") from None
     except ProviderError as exc:
-        from ultron.api.errors import provider_unavailable
-
         typed = provider_unavailable(exc)
         raise ToolError(f"{typed.error}: {typed.detail}") from None
     except DataError:

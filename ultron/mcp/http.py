@@ -15,10 +15,10 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from ultron.api.auth import AuthPolicy, is_loopback
 from ultron.errors import UltronError
 from ultron.hub import Hub
 from ultron.mcp.server import build_server
+from ultron.routing.auth import AuthPolicy, is_loopback
 from ultron.sdk._local import LocalBackend
 from ultron.tenancy import Actor
 

@@ -66,7 +66,7 @@ if TYPE_CHECKING:  # loaded where used: a search or an upload needs the memory s
     from ultron.worker.status import WorkerStatus
 
 
-_WRITTEN = "X-Ultron-Written-LSN"  # ultron.api.app.WRITTEN_HEADER (not imported: the SDK stays light)
+_WRITTEN = "X-Ultron-Written-LSN"  # ultron.routing.deps.WRITTEN_HEADER (not imported: the SDK stays light)
 _READ_AFTER = "X-Ultron-Read-After"
 
 

@@ -72,7 +72,7 @@ class LocalBackend:
 
     def _run(self, fn: Callable[[Session, Actor], T], *, read: bool = False) -> T:
         """`fn` as this agent; `read=True`: it writes nothing and may run on a read replica (like
-        `ultron.api.app.call`)."""
+        `RequestUnit.read` in ultron/routing/deps.py)."""
         db = self.hub.db
         key = (self.actor.tenant_id, self.actor.agent_id)
         if read and db.replicas:

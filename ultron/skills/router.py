@@ -7,16 +7,16 @@ work in the threadpool, one transaction per request, like `POST /ingest`.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import quote
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Depends, Query, Request, Response
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
-from ultron.api.app import ERROR_RESPONSES, call
 from ultron.errors import PayloadTooLarge, ValidationFailed
-from ultron.hub import Hub
+from ultron.routing.deps import UnitDep, hub_part
+from ultron.routing.errors import ERROR_RESPONSES
 from ultron.skills import bundle
 from ultron.skills.schemas import (
     EvolutionEntry,
@@ -28,6 +28,7 @@ from ultron.skills.schemas import (
     SkillUpload,
     SkillUploadResult,
 )
+from ultron.skills.service import SkillService
 
 router = APIRouter(prefix="/skills", tags=["skills"], responses=ERROR_RESPONSES)
 ZIP_TYPES = ("application/zip", "application/x-zip-compressed")
@@ -44,34 +45,26 @@ _UPLOAD_BODY: dict[str, Any] = {
         },
     }
 }
-
-
-def _hub(request: Request) -> Hub:
-    return request.app.state.hub  # type: ignore[no-any-return]
+SkillsDep = Annotated[SkillService, Depends(hub_part("skills"))]
 
 
 @router.post("/search", response_model=list[SkillHit])
-def search_skills(request: Request, body: SkillSearchRequest) -> list[SkillHit]:
+def search_skills(body: SkillSearchRequest, unit: UnitDep, skills: SkillsDep) -> list[SkillHit]:
     """The latest active version of each skill, nearest to the query first; superseded skills never."""
-    return call(
-        request, lambda s, a: _hub(request).skills.hits(s, a.tenant_id, body.query, body.limit), read=True
-    )
+    return unit.read(lambda s, a: skills.hits(s, a.tenant_id, body.query, body.limit))
 
 
 @router.get("", response_model=list[SkillSummary])
 def list_skills(
-    request: Request,
+    unit: UnitDep,
+    skills: SkillsDep,
     limit: int = Query(50, ge=1, le=500),
     offset: int = Query(0, ge=0),
     status: SkillStatusFilter = Query("active", description="The latest version's status"),
 ) -> list[SkillSummary]:
     """The latest version of each skill, newest first."""
-    return call(
-        request,
-        lambda s, a: _hub(request).skills.list_skills(
-            s, a.tenant_id, status=status, limit=limit, offset=offset
-        ),
-        read=True,
+    return unit.read(
+        lambda s, a: skills.list_skills(s, a.tenant_id, status=status, limit=limit, offset=offset)
     )
 
 
@@ -98,26 +91,27 @@ def _upload_files(content_type: str, data: bytes) -> dict[str, str]:
 
 
 @router.post("", response_model=SkillUploadResult, status_code=201, openapi_extra=_UPLOAD_BODY)
-async def upload_skill(request: Request) -> SkillUploadResult:
+async def upload_skill(request: Request, unit: UnitDep, skills: SkillsDep) -> SkillUploadResult:
     """Upload an existing skill folder by content: JSON `{files: {path: text}}` or a zip
     (`Content-Type: application/zip`). A new slug starts at 1.0.0; a known one gets the next minor version.
     Paths are checked (relative, no `..`, no hidden segments) and text is redacted before it is stored."""
     data = await _read_capped(request, MAX_UPLOAD_BODY)
     files = await run_in_threadpool(_upload_files, request.headers.get("content-type", ""), data)
-    hub = _hub(request)
-    return await run_in_threadpool(call, request, lambda s, a: hub.skills.upload(s, a, files))
+    return await run_in_threadpool(unit.write, lambda s, a: skills.upload(s, a, files))
 
 
 @router.get("/{slug}", response_model=SkillDetail)
-def get_skill(request: Request, slug: str, version: str | None = VERSION) -> SkillDetail:
+def get_skill(slug: str, unit: UnitDep, skills: SkillsDep, version: str | None = VERSION) -> SkillDetail:
     """One version of a skill in full (default the latest), with every version of the slug."""
-    return call(request, lambda s, a: _hub(request).skills.detail(s, a.tenant_id, slug, version), read=True)
+    return unit.read(lambda s, a: skills.detail(s, a.tenant_id, slug, version))
 
 
 @router.get("/{slug}/history", response_model=list[EvolutionEntry])
-def skill_history(request: Request, slug: str, limit: int = Query(50, ge=1, le=500)) -> list[EvolutionEntry]:
+def skill_history(
+    slug: str, unit: UnitDep, skills: SkillsDep, limit: int = Query(50, ge=1, le=500)
+) -> list[EvolutionEntry]:
     """Evolution records of the skill and its clusters (attempts, publications, uploads), newest first."""
-    return call(request, lambda s, a: _hub(request).skills.history(s, a.tenant_id, slug, limit), read=True)
+    return unit.read(lambda s, a: skills.history(s, a.tenant_id, slug, limit))
 
 
 @router.get(
@@ -125,13 +119,10 @@ def skill_history(request: Request, slug: str, limit: int = Query(50, ge=1, le=5
     response_class=Response,
     responses={200: {"content": {"text/markdown": {}}, "description": "The rendered SKILL.md"}},
 )
-def skill_md(request: Request, slug: str, version: str | None = VERSION) -> Response:
+def skill_md(slug: str, unit: UnitDep, skills: SkillsDep, version: str | None = VERSION) -> Response:
     """The SKILL.md of one version: YAML front matter (name, description, an uploaded skill's own keys,
     metadata), then the body."""
-    skills = _hub(request).skills
-    text = call(
-        request, lambda s, a: skills.skill_md(skills.latest(s, a.tenant_id, slug, version)), read=True
-    )
+    text = unit.read(lambda s, a: skills.skill_md(skills.latest(s, a.tenant_id, slug, version)))
     return Response(text, media_type="text/markdown; charset=utf-8")
 
 
@@ -140,9 +131,9 @@ def skill_md(request: Request, slug: str, version: str | None = VERSION) -> Resp
     response_class=Response,
     responses={200: {"content": {"application/zip": {}}, "description": "`{slug}/SKILL.md` and its files"}},
 )
-def skill_archive(request: Request, slug: str, version: str | None = VERSION) -> Response:
+def skill_archive(slug: str, unit: UnitDep, skills: SkillsDep, version: str | None = VERSION) -> Response:
     """The skill folder as a zip (`{slug}/SKILL.md` plus its files), ready to unzip into a skills folder."""
-    files = call(request, lambda s, a: _hub(request).skills.folder(s, a.tenant_id, slug, version), read=True)
+    files = unit.read(lambda s, a: skills.folder(s, a.tenant_id, slug, version))
     name = f"{slug}.zip"
     disposition = f"attachment; filename=\"{quote(name)}\"; filename*=UTF-8''{quote(name)}"
     return Response(

@@ -1,7 +1,8 @@
 """Dashboard endpoints: the single-page app at /dashboard and the JSON it reads under /api/dashboard.
 
-The page and its assets are public (they hold no data); every data endpoint goes through `call()`, so it
-takes the same API keys as the rest of the hub, and works key-less when the hub runs open on loopback.
+The page and its assets are public (they hold no data); every data endpoint goes through the request's
+unit of work (ultron/routing/deps.py), so it takes the same API keys as the rest of the hub, and works
+key-less when the hub runs open on loopback.
 """
 
 from __future__ import annotations
@@ -11,22 +12,25 @@ import time
 from collections.abc import Callable
 from datetime import date
 from importlib import resources
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 from uuid import UUID
 
-from fastapi import APIRouter, Path, Query, Request, Response
+from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from fastapi.responses import HTMLResponse, RedirectResponse
 from pydantic import BaseModel
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from ultron import __version__
-from ultron.api.app import ERROR_RESPONSES, call
 from ultron.db.models import Agent
 from ultron.errors import NotFound
 from ultron.memory import browse
 from ultron.memory.schemas import MemoryStats, MemoryType, Scope, Status, Tier
-from ultron.settings_store import RuntimeChange, RuntimeSettingsView
+from ultron.providers.base import Embedder
+from ultron.routing.deps import SettingsDep, UnitDep, hub_part
+from ultron.routing.errors import ERROR_RESPONSES
+from ultron.settings_store import RuntimeChange, RuntimeSettings, RuntimeSettingsView
+from ultron.skills.service import SkillService
 from ultron.tenancy import Actor
 from ultron.web import islands, network
 from ultron.web import skills as skill_views
@@ -112,10 +116,6 @@ class Features(BaseModel):
     worker: bool
 
 
-def _hub(request: Request) -> Any:
-    return request.app.state.hub
-
-
 class ScanCache:
     """Answers of whole-table scans per (agent's view, question), kept for `ttl` seconds."""
 
@@ -137,11 +137,17 @@ class ScanCache:
         return value
 
 
-def _cache(request: Request) -> ScanCache:
+async def _cache(request: Request) -> ScanCache:
     state = request.app.state
     if not hasattr(state, "dashboard_cache"):
         state.dashboard_cache = ScanCache(SCAN_CACHE_SECONDS)
     return state.dashboard_cache  # type: ignore[no-any-return]
+
+
+CacheDep = Annotated[ScanCache, Depends(_cache)]
+SkillsDep = Annotated[SkillService, Depends(hub_part("skills"))]
+RuntimeDep = Annotated[RuntimeSettings, Depends(hub_part("runtime"))]
+EmbedderDep = Annotated[Embedder, Depends(hub_part("embedder"))]
 
 
 def _view(actor: Actor) -> tuple[Any, ...]:
@@ -150,9 +156,9 @@ def _view(actor: Actor) -> tuple[Any, ...]:
 
 
 @api.get("/whoami", response_model=WhoAmI)
-def whoami(request: Request) -> WhoAmI:
+def whoami(request: Request, unit: UnitDep) -> WhoAmI:
     """Who the key (or the open loopback hub) makes you; the sign-in checks a key with this."""
-    actor = call(request, lambda s, a: a)
+    actor = unit.write(lambda s, a: a)
     return WhoAmI(
         agent=actor.agent_name,
         tenant=actor.tenant_name,
@@ -193,14 +199,16 @@ def _overview(session: Session, actor: Actor, days: int, cache: ScanCache, fresh
 
 
 @api.get("/overview", response_model=Overview)
-def overview(request: Request, days: int = Query(30, ge=1, le=366), fresh: bool = False) -> Overview:
+def overview(
+    unit: UnitDep, cache: CacheDep, days: int = Query(30, ge=1, le=366), fresh: bool = False
+) -> Overview:
     """Counts by tier, type, status and scope (reused for 30 s); activity per day; redaction counts."""
-    return call(request, lambda s, a: _overview(s, a, days, _cache(request), fresh))
+    return unit.write(lambda s, a: _overview(s, a, days, cache, fresh))
 
 
 @api.get("/memories", response_model=browse.MemoryPage)
 def list_memories(
-    request: Request,
+    unit: UnitDep,
     memory_type: MemoryType | None = Query(None, alias="type"),
     tier: Tier | None = None,
     status: Status | None = None,
@@ -216,26 +224,25 @@ def list_memories(
     f = browse.MemoryFilter(
         memory_type=memory_type, tier=tier, status=status, scope=scope, agent=agent, pinned=pinned, q=q
     )
-    return call(request, lambda s, a: browse.list_memories(s, a, f, sort=sort, limit=limit, cursor=cursor))
+    return unit.write(lambda s, a: browse.list_memories(s, a, f, sort=sort, limit=limit, cursor=cursor))
 
 
 @api.get("/memories/{memory_id}/hits", response_model=browse.HitHistory)
-def memory_hits(request: Request, memory_id: UUID, days: int = Query(90, ge=1, le=3650)) -> browse.HitHistory:
-    return call(request, lambda s, a: browse.hit_history(s, a, memory_id, days=days))
+def memory_hits(memory_id: UUID, unit: UnitDep, days: int = Query(90, ge=1, le=3650)) -> browse.HitHistory:
+    return unit.write(lambda s, a: browse.hit_history(s, a, memory_id, days=days))
 
 
 @api.get("/map", response_model=browse.MemoryMap)
 def memory_map(
-    request: Request,
+    unit: UnitDep,
+    cache: CacheDep,
     per_tier: int = Query(300, ge=1, le=browse.MAX_MAP_PER_TIER),
     max_clusters: int = Query(MAP_CLUSTERS, ge=0, le=browse.MAX_MAP_CLUSTERS),
     fresh: bool = False,
 ) -> browse.MemoryMap:
     """A sample of the most used memories per tier, with the totals it stands for and the knowledge
     clusters of the sampled memories (reused for 30 s)."""
-    cache = _cache(request)
-    return call(
-        request,
+    return unit.write(
         lambda s, a: cache.get(
             (_view(a), "map", per_tier, max_clusters),
             lambda: browse.memory_map(s, a, per_tier=per_tier, max_clusters=max_clusters),
@@ -246,14 +253,14 @@ def memory_map(
 
 @api.get("/map/entities", response_model=islands.Islands)
 def map_entities(
-    request: Request,
+    unit: UnitDep,
+    cache: CacheDep,
     per_tier: int = Query(300, ge=1, le=browse.MAX_MAP_PER_TIER),
     limit: int = Query(30, ge=1, le=islands.MAX_ISLANDS),
     fresh: bool = False,
 ) -> islands.Islands:
     """Entity islands: the people, places and projects two or more of the map's memories name (the same
     sample as `/map`, reused for 30 s), each with those memories."""
-    cache = _cache(request)
 
     def compute(session: Session, actor: Actor) -> islands.Islands:
         # The map page's own cache entry (its default max_clusters): the same sample, usually not re-read.
@@ -264,15 +271,13 @@ def map_entities(
         )
         return islands.entity_islands(session, actor, [n.id for n in sample.nodes], limit)
 
-    return call(request, compute)
+    return unit.write(compute)
 
 
 @api.get("/skills", response_model=skill_views.SkillList)
-def list_skills(request: Request) -> skill_views.SkillList:
+def list_skills(unit: UnitDep, settings: SettingsDep) -> skill_views.SkillList:
     """The latest version of each skill (active first), and how far clusters are from crystallizing."""
-    settings = _hub(request).settings
-    return call(
-        request,
+    return unit.write(
         lambda s, a: skill_views.list_skills(
             s, a, settings.crystallization_threshold, settings.recrystallization_delta
         ),
@@ -281,53 +286,53 @@ def list_skills(request: Request) -> skill_views.SkillList:
 
 @api.get("/skills/{slug}", response_model=skill_views.SkillDetail)
 def skill_detail(
-    request: Request,
+    unit: UnitDep,
+    skills: SkillsDep,
     slug: str = Path(..., max_length=200),
     version: str | None = Query(None, max_length=40, description="MAJOR.MINOR.PATCH; the latest if absent"),
 ) -> skill_views.SkillDetail:
     """One skill: its versions, the chosen version's SKILL.md, and its cluster's evolution history."""
-    skills = _hub(request).skills
-    return call(request, lambda s, a: skill_views.skill_detail(s, a, skills, slug, version))
+    return unit.write(lambda s, a: skill_views.skill_detail(s, a, skills, slug, version))
 
 
 @api.get("/agents", response_model=list[str])
-def agent_names(request: Request) -> list[str]:
+def agent_names(unit: UnitDep) -> list[str]:
     """Names of the tenant's agents (the agent filter's choices)."""
 
     def names(session: Session, actor: Actor) -> list[str]:
         stmt = select(Agent.name).where(Agent.tenant_id == actor.tenant_id).order_by(Agent.name)
         return list(session.execute(stmt).scalars())
 
-    return call(request, names)
+    return unit.write(names)
 
 
 @api.get("/settings", response_model=dict[str, Any])
-def running_settings(request: Request) -> dict[str, Any]:
+def running_settings(unit: UnitDep, settings: SettingsDep) -> dict[str, Any]:
     """The running configuration, every secret masked."""
-    call(request, lambda s, a: None)
-    return _hub(request).settings.masked()
+    unit.write(lambda s, a: None)
+    return settings.masked()
 
 
 @api.get("/settings/runtime", response_model=RuntimeSettingsView)
-def runtime_settings(request: Request) -> RuntimeSettingsView:
+def runtime_settings(unit: UnitDep, runtime: RuntimeDep) -> RuntimeSettingsView:
     """The settings an admin may change while the hub runs: each one's value in this tenant, its
     configured default, its range, and who changed it when."""
-    runtime = _hub(request).runtime
-    return call(request, lambda s, a: runtime.view(s, a))
+    return unit.write(runtime.view)
 
 
 @api.patch("/settings/runtime", response_model=RuntimeSettingsView)
-def change_runtime_settings(request: Request, change: RuntimeChange) -> RuntimeSettingsView:
+def change_runtime_settings(change: RuntimeChange, unit: UnitDep, runtime: RuntimeDep) -> RuntimeSettingsView:
     """Change (or reset) runtime settings for this tenant: admin only; every value is checked first and
     nothing is stored when one is refused; applies in every process within the cache's TTL."""
-    runtime = _hub(request).runtime
-    return call(request, lambda s, a: runtime.change(s, a, change))
+    return unit.write(lambda s, a: runtime.change(s, a, change))
 
 
 @api.get("/network", response_model=network.Network)
 def similarity_network(
-    request: Request, limit: int = Query(80, ge=1, le=network.MAX_NODES), k: int = Query(4, ge=1, le=10)
+    unit: UnitDep,
+    embedder: EmbedderDep,
+    limit: int = Query(80, ge=1, le=network.MAX_NODES),
+    k: int = Query(4, ge=1, le=10),
 ) -> network.Network:
     """The most used memories and their nearest neighbours above the model's calibrated similarity."""
-    embedder = _hub(request).embedder
-    return call(request, lambda s, a: network.similarity_network(s, a, embedder, limit=limit, k=k))
+    return unit.write(lambda s, a: network.similarity_network(s, a, embedder, limit=limit, k=k))

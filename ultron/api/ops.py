@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from sqlalchemy.exc import SQLAlchemyError
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ultron.api.errors import ErrorBody
 from ultron.db.migrate import current_revision, head_revision
 from ultron.ops import metrics
 from ultron.ops.logs import new_request_id, request_id_var
+from ultron.routing.deps import DatabaseDep
+from ultron.routing.errors import ErrorBody
 
 access_log = logging.getLogger("ultron.access")
 
@@ -89,16 +90,28 @@ class Readiness(BaseModel):
     head: str | None
 
 
+async def _search_hits(request: Request) -> Any:
+    """The process's buffer of search hits not yet written (None on a hub without one)."""
+    return getattr(request.app.state.hub, "hits", None)
+
+
+def _head(request: Request) -> str | None:
+    # The migration scripts ship with the process and cannot change under it: read them once (from disk,
+    # so a plain `def`: FastAPI runs it in its threadpool).
+    state = request.app.state
+    if not hasattr(state, "migration_head"):
+        state.migration_head = head_revision()
+    return state.migration_head  # type: ignore[no-any-return]
+
+
 ops = APIRouter(tags=["system"])
 
 
 @ops.get("/ready", response_model=Readiness, responses={503: {"model": ErrorBody}})
-def ready(request: Request) -> Any:
+def ready(db: DatabaseDep, head: Annotated[str | None, Depends(_head)]) -> Any:
     """Ready for traffic: the database answers and its schema is at the newest migration."""
-    hub = request.app.state.hub
-    head = _head(request)
     try:
-        revision = current_revision(hub.db.engine)  # one round trip: reachable, and where the schema is
+        revision = current_revision(db.engine)  # one round trip: reachable, and where the schema is
     except SQLAlchemyError as exc:
         logging.getLogger(__name__).warning("not ready: database unreachable (%s)", type(exc).__name__)
         return _not_ready("the database is unreachable")
@@ -107,26 +120,17 @@ def ready(request: Request) -> Any:
     return Readiness(status="ready", database="ok", revision=revision, head=head)
 
 
-def _head(request: Request) -> str | None:
-    # The migration scripts ship with the process and cannot change under it: read them once.
-    state = request.app.state
-    if not hasattr(state, "migration_head"):
-        state.migration_head = head_revision()
-    return state.migration_head  # type: ignore[no-any-return]
-
-
 def _not_ready(detail: str) -> JSONResponse:
     return JSONResponse(status_code=503, content={"error": "not_ready", "detail": detail})
 
 
 @ops.get("/metrics", include_in_schema=False)
-def prometheus_metrics(request: Request) -> Response:
+def prometheus_metrics(db: DatabaseDep, hits: Annotated[Any, Depends(_search_hits)]) -> Response:
     """Prometheus text exposition (unauthenticated, like /health: keep it on the internal network)."""
-    hub = request.app.state.hub
-    local = {"search_hits": hub.hits.pending()} if getattr(hub, "hits", None) is not None else {}
+    local = {"search_hits": hits.pending()} if hits is not None else {}
     if metrics.queue_probes():
         try:
-            with hub.db.session() as session:
+            with db.session() as session:
                 body, content_type = metrics.render(session, local)
             return Response(body, media_type=content_type)
         except SQLAlchemyError:

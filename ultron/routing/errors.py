@@ -8,6 +8,7 @@ connection the server is about to drop.
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -29,6 +30,12 @@ PROVIDER_RETRY_AFTER_S = 10
 class ErrorBody(BaseModel):
     error: str
     detail: str
+
+
+# The error answers every router declares (its OpenAPI `responses`).
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    code: {"model": ErrorBody} for code in (400, 401, 403, 404, 409, 413, 422, 503)
+}
 
 
 def _body(status: int, error: str, detail: str, headers: dict[str, str] | None = None) -> JSONResponse:

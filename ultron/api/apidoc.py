@@ -1,4 +1,4 @@
-"""docs/api.md, generated from the app's OpenAPI schema: `python -m ultron.ops.apidoc > docs/api.md`.
+"""docs/api.md, generated from the app's OpenAPI schema: `python -m ultron.api.apidoc > docs/api.md`.
 
 A test regenerates it and compares, so the reference cannot drift from the code.
 """
@@ -13,7 +13,7 @@ from ultron.config import Settings
 
 HEADER = """# HTTP API reference
 
-Generated from the OpenAPI schema by `python -m ultron.ops.apidoc > docs/api.md`; do not edit by hand.
+Generated from the OpenAPI schema by `python -m ultron.api.apidoc > docs/api.md`; do not edit by hand.
 A running hub serves the same schema at `/openapi.json` and an explorer at `/docs`.
 
 Every endpoint except `/health`, `/ready` and `/metrics` takes `Authorization: Bearer <api key>`
