@@ -114,7 +114,7 @@ def _segment_rows(
     service: IngestionService, actor: Actor, session_id: UUID, prepared: Prepared
 ) -> list[dict[str, Any]]:
     messages = prepared.parsed.messages
-    spans = segment_messages(messages, service.hub.intelligence, 0)
+    spans = segment_messages(messages, service.intelligence, 0)
     return [
         {
             "tenant_id": actor.tenant_id,
