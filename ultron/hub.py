@@ -158,7 +158,8 @@ class Hub:
     def segment_session(
         self, session: Session, session_id: UUID, *, messages: list[Message] | None = None
     ) -> int:
-        """Ingestion's inline segmentation: the trajectory step, which reads the hub's settings and model."""
+        """Ingestion's `Segmenter`: trajectory's segment step, which still reads the hub's settings and model
+        (ultron/trajectory/pipeline.py); ingestion sees only this callable."""
         return segment_session(session, self, session_id, messages=messages)
 
     @classmethod
