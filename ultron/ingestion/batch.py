@@ -31,7 +31,7 @@ from ultron.trajectory.segmentation import segment_messages
 from ultron.trajectory.sessions import _row, _strip_nul, _time_range, copy_messages
 
 if TYPE_CHECKING:
-    from ultron.ingestion.service import IngestionService
+    from ultron.ingestion.service import IngestionService  # the service imports this module
 
 log = logging.getLogger(__name__)
 
