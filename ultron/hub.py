@@ -6,14 +6,26 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
+from ultron.clusters.service import ClusterService
+from ultron.companion.hooks import MemoryHooks
+from ultron.companion.service import CompanionService
+from ultron.companion.skills import SkillBriefSource
 from ultron.config import DEFAULT_DEDUP_THRESHOLDS, Settings
 from ultron.db.engine import Database, open_database
 from ultron.db.vectors import Profile, dedup_thresholds, ensure_profile
+from ultron.ingestion.service import IngestionService
 from ultron.memory import fulltext
 from ultron.memory.hits import HitBuffer
 from ultron.memory.service import MemoryService
+from ultron.memory.termstats import TermStatsKeeper
 from ultron.ops.metrics import InstrumentedChat, InstrumentedEmbedder
 from ultron.providers.base import Embedder
+from ultron.providers.bounded import BoundedChat, BoundedEmbedder
+from ultron.providers.cache import CachedEmbedder
+from ultron.providers.factory import make_chat, make_embedder
+from ultron.providers.intelligence import MemoryIntelligence
+from ultron.settings_store import RuntimeSettings
+from ultron.skills.service import SkillService
 from ultron.trajectory.pipeline import Steps
 from ultron.worker.runner import ItemSteps, Worker
 
@@ -30,8 +42,6 @@ def _secret(value: Any) -> str | None:
 
 
 def build_embedder(settings: Settings) -> Embedder:
-    from ultron.providers.factory import make_embedder
-
     provider = settings.embedding_provider
     api_key = _secret(settings.embedding_api_key)
     if provider == "dashscope":
@@ -48,21 +58,14 @@ def build_embedder(settings: Settings) -> Embedder:
         document_prefix=settings.local_document_prefix,
     )
     if provider in ("openai", "dashscope"):  # remote: bound each call by a deadline and a breaker
-        from ultron.providers.bounded import BoundedEmbedder
-
         embedder = BoundedEmbedder(
             embedder, provider, settings.provider_deadline_seconds, settings.provider_cooldown_seconds
         )
-    from ultron.providers.cache import CachedEmbedder
-
     # The cache in front: the provider metrics count the calls that reach the model.
     return CachedEmbedder(InstrumentedEmbedder(embedder, provider))  # type: ignore[return-value]
 
 
 def build_intelligence(settings: Settings) -> Any:
-    from ultron.providers.factory import make_chat
-    from ultron.providers.intelligence import MemoryIntelligence
-
     provider = settings.llm_provider
     api_key = _secret(settings.llm_api_key)
     if provider == "dashscope":
@@ -77,8 +80,6 @@ def build_intelligence(settings: Settings) -> Any:
         retry_base_delay=settings.llm_retry_base_delay,
     )
     if chat is not None:  # remote: bound each call by a deadline and a breaker (then the heuristic answers)
-        from ultron.providers.bounded import BoundedChat
-
         chat = BoundedChat(chat, provider, settings.llm_deadline_seconds, settings.provider_cooldown_seconds)
     return MemoryIntelligence(
         None if chat is None else InstrumentedChat(chat, provider),
@@ -92,52 +93,65 @@ def build_redactor(settings: Settings) -> Any:
     if not settings.redaction_enabled:
         log.warning("redaction is disabled: secrets and personal data will be stored as sent")
         return None
-    from ultron.privacy.redactor import get_redactor
+    from ultron.privacy.redactor import get_redactor  # here: loads Presidio, not at all when redaction is off
 
     return get_redactor(settings.redaction_policy())
 
 
 @dataclass
 class Hub:
+    """The composition root: every service built once, in dependency order, each given the collaborators
+    it uses. The API, the SDK, the CLI and the worker reach the services through it; no service gets it."""
+
     settings: Settings
     db: Database
     embedder: Embedder
     intelligence: Any
     redactor: Any
+    # (HARD, SOFT) dedup thresholds recorded in the database for its embedding model (`open` reads them).
+    dedup_band: tuple[float, float] | None = None
+    hits: HitBuffer = field(init=False)
+    runtime: RuntimeSettings = field(init=False)
+    term_stats: TermStatsKeeper = field(init=False)
+    clusters: ClusterService = field(init=False)
     memory: MemoryService = field(init=False)
+    skills: SkillService = field(init=False)
+    companion: CompanionService = field(init=False)
+    ingestion: IngestionService = field(init=False)
 
     def __post_init__(self) -> None:
+        settings, db, intelligence = self.settings, self.db, self.intelligence
         self.hits = HitBuffer(
-            self.db, self.settings.hit_window_hours * 3600.0, flush_seconds=self.settings.hit_flush_seconds
+            db, settings.hit_window_hours * 3600.0, flush_seconds=settings.hit_flush_seconds
         )
-        self.memory = MemoryService(self.settings, self.embedder, self.intelligence, self.redactor, self.hits)
-        from ultron.settings_store import RuntimeSettings
-
-        self.runtime = RuntimeSettings(self.settings)  # an admin's changes, per tenant, without a restart
-        self.memory.runtime = self.runtime
-        from ultron.memory.termstats import TermStatsKeeper
-
-        self.term_stats = TermStatsKeeper(self.db)
-        self.memory.term_stats = self.term_stats
-        from ultron.ingestion.service import IngestionService
-
-        self.ingestion = IngestionService(self)
-        from ultron.companion.service import CompanionService
-
-        self.companion = CompanionService(self.settings, self.memory)
-        self.companion.runtime = self.runtime
-        self.memory.companion = self.companion
-        from ultron.clusters.service import ClusterService
-
-        self.clusters = ClusterService(self.settings, self.intelligence)
-        self.memory.clusters = self.clusters
-        from ultron.skills.service import SkillService
-
-        self.skills = SkillService(self.settings, self.db, self.embedder, self.clusters, self.intelligence)
-        self.skills.redactor = self.redactor
-        from ultron.companion.skills import SkillBriefSource
-
-        self.companion.skill_source = SkillBriefSource(self.skills, self.settings.brief_skill_limit)
+        self.runtime = RuntimeSettings(settings)  # an admin's changes, per tenant, without a restart
+        self.term_stats = TermStatsKeeper(db)
+        self.clusters = ClusterService(settings, intelligence)
+        # The companion's hooks into memory (emotion, ripples, re-ranking): built before the memory service.
+        hooks = MemoryHooks(settings, intelligence, self.embedder, self.runtime)
+        self.memory = MemoryService(
+            settings,
+            self.embedder,
+            intelligence,
+            self.redactor,
+            self.hits,
+            companion=hooks,
+            clusters=self.clusters,
+            term_stats=self.term_stats,
+            runtime=self.runtime,
+            dedup_band=self.dedup_band,
+        )
+        self.skills = SkillService(
+            settings, db, self.embedder, self.clusters, intelligence, redactor=self.redactor
+        )
+        skill_source = SkillBriefSource(self.skills, settings.brief_skill_limit)
+        self.companion = CompanionService(settings, self.memory, hooks, skill_source=skill_source)
+        # The trajectory steps bound to their collaborators: the worker runs them on leased items, and
+        # ingestion segments through the same bound step when it segments inline.
+        self.steps = Steps(settings, intelligence, self.memory)
+        self.ingestion = IngestionService(
+            settings, db, intelligence, self.memory, self.redactor, self.steps.segment_session
+        )
         self.hits.start()
         self.term_stats.start()
 
@@ -151,8 +165,8 @@ class Hub:
                 db.engine, Profile(settings.embedding_provider, embedder.model_name, embedder.dimension)
             )
             recorded = dedup_thresholds(db.engine, DEFAULT_DEDUP_THRESHOLDS[settings.embedding_provider])
-            hub = cls(settings, db, embedder, build_intelligence(settings), build_redactor(settings))
-            hub.memory.hard_threshold, hub.memory.soft_threshold = settings.dedup_band(recorded)
+            band = settings.dedup_band(recorded)
+            hub = cls(settings, db, embedder, build_intelligence(settings), build_redactor(settings), band)
         except BaseException:
             db.dispose()
             raise
@@ -176,7 +190,7 @@ def build_worker(hub: Hub, *, worker_id: str | None = None, steps: ItemSteps | N
     return Worker(
         hub.db,
         hub.settings,
-        steps=steps or Steps(hub.settings, hub.intelligence, hub.memory),
+        steps=steps or hub.steps,
         memory=hub.memory,
         runtime=hub.runtime,
         skills=hub.skills,

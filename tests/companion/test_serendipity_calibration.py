@@ -38,7 +38,7 @@ def test_fires_by_default_and_not_for_a_strong_match(make_hub, provider):
     hub = make_hub(embedding_provider=provider, serendipity_seed=3)
     assert hub.settings.serendipity_enabled and hub.settings.serendipity_relevance is None
     alice = _store(hub)
-    threshold = hub.companion.serendipity_threshold()
+    threshold = hub.companion.hooks.serendipity_threshold()
     unrelated = alice.search_memories("quantum chromodynamics on a lattice", explain=True, limit=3)
     assert any(r.serendipity for r in unrelated), [(r.similarity_score, threshold) for r in unrelated]
     strong = alice.search_memories("pod evicted, node out of memory", explain=True, limit=3)
@@ -60,5 +60,5 @@ def test_each_model_gets_its_own_threshold():
 def test_an_explicit_threshold_still_wins(make_hub):
     hub = make_hub(serendipity_relevance=0.0, serendipity_min_results=1)
     alice = _store(hub)
-    assert hub.companion.serendipity_threshold() == 0.0
+    assert hub.companion.hooks.serendipity_threshold() == 0.0
     assert not any(r.serendipity for r in alice.search_memories("quantum chromodynamics on a lattice"))

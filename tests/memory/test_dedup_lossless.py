@@ -283,12 +283,12 @@ def test_repair_finds_past_wrong_merges_and_splits_them_back(local_hub):
                 )
             )
     lines: list[str] = []
-    found, done = repair.repair(hub, out=lines.append)
+    found, done = repair.repair(hub.db, hub.memory, out=lines.append)
     assert (found, done) == (1, 0) and "different package" in "\n".join(lines) and "numpy" in "\n".join(lines)
     assert active(hub) == 1  # a dry run changes nothing
-    found, done = repair.repair(hub, apply=True, out=lines.append)
+    found, done = repair.repair(hub.db, hub.memory, apply=True, out=lines.append)
     assert (found, done) == (1, 1) and active(hub) == 2
-    assert repair.repair(hub, out=lines.append) == (0, 0)
+    assert repair.repair(hub.db, hub.memory, out=lines.append) == (0, 0)
     with hub.db.session() as s:
         actor = local_actor(s)
         left = [c.decision for c in hub.memory.contributions(s, actor, a.record.id)]

@@ -1,4 +1,5 @@
-"""Typed shapes of the knowledge-cluster views (`GET /clusters`, `GET /clusters/{id}`)."""
+"""Typed shapes of the knowledge-cluster views (`GET /clusters`, `GET /clusters/{id}`) and of a skill's
+summary, which a cluster's detail shows (ultron/skills/ builds on it; clusters never import skills)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,19 @@ from uuid import UUID
 
 from pydantic import BaseModel, Field
 
-from ultron.skills.schemas import SkillSummary
+
+# The Skill Hub's catalogue entry, here because a cluster's detail shows its skill (ultron/skills/schemas.py
+# re-exports it): skills import clusters, never the reverse.
+class SkillSummary(BaseModel):
+    slug: str
+    name: str
+    description: str
+    version: str
+    categories: list[str]
+    score: float | None
+    status: Literal["active", "superseded"]
+    source_cluster_id: UUID | None = Field(None, description="The cluster it was crystallized from")
+    created_at: datetime
 
 
 class ClusterSummary(BaseModel):

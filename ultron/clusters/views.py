@@ -2,18 +2,28 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 from uuid import UUID
 
 from sqlalchemy.orm import Session
 
-from ultron.clusters.schemas import ClusterDetail, ClusterMemberInfo, ClusterSummary
+from ultron.clusters.schemas import ClusterDetail, ClusterMemberInfo, ClusterSummary, SkillSummary
 from ultron.config import Settings
+from ultron.db.models import Skill
 from ultron.db.queries import q
 from ultron.errors import NotFound
 from ultron.tenancy import Actor
 
 MEMBER_SAMPLE = 20  # members shown with a cluster
+
+
+class SkillCatalogue(Protocol):
+    """The Skill Hub (ultron/skills/service.py's SkillService): a cluster's detail shows its latest skill."""
+
+    def latest(
+        self, session: Session, tenant_id: UUID, slug: str | None, version: str | None = None
+    ) -> Skill: ...
+    def summary(self, skill: Skill) -> SkillSummary: ...
 
 
 def _readiness_params(settings: Settings) -> dict[str, Any]:
@@ -38,7 +48,7 @@ def list_clusters(
 
 
 def cluster_detail(
-    session: Session, actor: Actor, settings: Settings, skills: Any, cluster_id: UUID
+    session: Session, actor: Actor, settings: Settings, skills: SkillCatalogue, cluster_id: UUID
 ) -> ClusterDetail:
     row = session.execute(
         q("clusters_with_readiness"),

@@ -15,6 +15,7 @@ import threading
 from typing import Any
 
 from ultron.privacy.nlp import load_model, plausible_name
+from ultron.privacy.personal import ChineseNameRecognizer, chinese_name
 from ultron.privacy.policy import DEFAULT_SPACY_MODEL
 
 log = logging.getLogger(__name__)
@@ -68,8 +69,6 @@ def extract(text: str) -> set[tuple[str, str]]:
             if 2 <= len(name) <= 80:
                 found.add((kind, name))
     if _CJK.search(text):
-        from ultron.privacy.personal import ChineseNameRecognizer, chinese_name
-
         with ChineseNameRecognizer._lock:
             pairs = [(w.word, w.flag) for w in ChineseNameRecognizer._posseg().cut(text)]
         for word, flag in pairs:

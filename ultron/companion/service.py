@@ -1,26 +1,24 @@
-"""Companion memory service: brief, pins, emotion, reflections, time ripple and serendipity.
+"""Companion memory service: brief, pins, reflections, resolving.
 
-It also implements the memory service's companion hooks (ultron/memory/service.py `CompanionHooks`):
-emotion after an upload, ripples after a details read, resonance/ripple re-ranking and serendipity
-after a search. Like every service it takes the session first and never commits.
+The memory service's companion hooks (emotion, time ripple, resonance and serendipity) are
+ultron/companion/hooks.py's `MemoryHooks`, built before the memory service; this service uses them too
+(a reflection's upload, the tenant's settings). Like every service it takes the session first and never
+commits.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
-import random
-import re
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
 import numpy as np
-from sqlalchemy import delete, func, select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from ultron.companion.emotion import infer_emotion, resonance
+from ultron.companion.hooks import MemoryHooks, visibility
 from ultron.companion.schemas import (
     Brief,
     BriefItem,
@@ -31,18 +29,15 @@ from ultron.companion.schemas import (
     ReflectionResult,
 )
 from ultron.config import Settings
-from ultron.db.models import Memory, MemoryEntity
+from ultron.db.models import Memory
 from ultron.db.queries import q
 from ultron.errors import NotFound, ValidationFailed
 from ultron.memory.schemas import (
     MemoryPatch,
     MemoryRecord,
-    ScoreComponents,
-    SearchResult,
     UploadRequest,
-    UploadResult,
 )
-from ultron.memory.service import MemoryService, project
+from ultron.memory.service import MemoryService
 from ultron.memory.text import PERSONAL_TYPES, REFLECTION_TYPE
 from ultron.providers.tokens import count_tokens, truncate_to_tokens
 from ultron.tenancy import Actor
@@ -57,9 +52,6 @@ BRIEF_RESOLUTION_TOKENS = 48
 # Reflections that say the same thing this many times get a pin suggestion; recent reflections compared.
 REPEATED_REFLECTIONS = 3
 REFLECTION_POOL = 200
-# Old memories serendipity draws from, and the most it surfaces.
-SERENDIPITY_POOL = 50
-SERENDIPITY_MAX = 3
 DREAM_GUIDANCE = [
     "What did these experiences teach you that will still hold next month?",
     "Which of them contradict what you believed before? Correct yourself with a reflection.",
@@ -79,23 +71,25 @@ DREAM_PROMPTS = {
 SkillSource = Callable[[Session, Actor, str | None, Any], list[BriefItem]]
 
 
-def _visibility(actor: Actor) -> dict[str, Any]:
-    return {"tenant_id": actor.tenant_id, "agent_id": actor.agent_id, "groups": list(actor.groups)}
-
-
 class CompanionService:
-    def __init__(self, settings: Settings, memory: MemoryService):
+    def __init__(
+        self,
+        settings: Settings,
+        memory: MemoryService,
+        hooks: MemoryHooks,
+        *,
+        skill_source: SkillSource | None = None,
+    ):
         self.settings = settings
         self.memory = memory
-        # The skills seam: the skill hub registers a source here when it exists; until then a brief has
-        # no skill section (and says so with skills_available=false).
-        self.skill_source: SkillSource | None = None
-        # Set by the hub: an admin's runtime changes per tenant (ultron/settings_store.py).
-        self.runtime: Any = None
+        self.hooks = hooks
+        # The skills seam: the skill hub's source when it exists (ultron/companion/skills.py); without one a
+        # brief has no skill section (and says so with skills_available=false).
+        self.skill_source = skill_source
 
     def tenant_settings(self, session: Session, tenant_id: UUID) -> Settings:
         """The settings that apply to this tenant now: the configuration and an admin's changes."""
-        return self.settings if self.runtime is None else self.runtime.for_tenant(session, tenant_id)  # type: ignore[no-any-return]
+        return self.hooks.tenant_settings(session, tenant_id)
 
     # --- pins ----------------------------------------------------------------------------------
 
@@ -120,7 +114,7 @@ class CompanionService:
             vector = np.asarray(self.memory.embedder.embed([task], kind="query")[0], dtype=np.float32)
         st = self.tenant_settings(session, actor.tenant_id)
         budget = st.brief_max_tokens if max_tokens is None else max_tokens
-        params = _visibility(actor)
+        params = visibility(actor)
         pinned = session.execute(q("brief_pinned"), {**params, "limit": BRIEF_PINNED_LIMIT}).all()
         personal: Sequence[Any] = []
         if st.brief_personal_limit > 0:
@@ -200,7 +194,7 @@ class CompanionService:
         rows = session.execute(
             q("reflection_repeats"),
             {
-                **_visibility(actor),
+                **visibility(actor),
                 "similarity": self.memory.soft_threshold,
                 "min_others": REPEATED_REFLECTIONS - 1,
                 "pool": REFLECTION_POOL,
@@ -230,7 +224,7 @@ class CompanionService:
         """Recent memories this agent has not reflected on, each with a prompt, plus guidance."""
         if not 1 <= limit <= 50:
             raise ValidationFailed("limit must be between 1 and 50")
-        ids = list(session.execute(q("dream_candidates"), {**_visibility(actor), "limit": limit}).scalars())
+        ids = list(session.execute(q("dream_candidates"), {**visibility(actor), "limit": limit}).scalars())
         records = self.memory._records(session, ids, actor)
         items = [
             DreamItem(record=records[i], prompt=DREAM_PROMPTS.get(records[i].memory_type, DREAM_GUIDANCE[0]))
@@ -267,7 +261,9 @@ class CompanionService:
         )
         prepared = dataclasses.replace(self.memory._prepare(upload, actor), memory_type=REFLECTION_TYPE)
         # Created, never deduplicated: a reflection is one moment of the agent's own judgement.
-        result = self.after_upload(session, actor, upload, self.memory._create(session, actor, prepared))
+        result = self.hooks.after_upload(
+            session, actor, upload, self.memory._create(session, actor, prepared)
+        )
         marked = list(
             session.execute(
                 q("mark_reflected"),
@@ -281,187 +277,6 @@ class CompanionService:
         )
         return ReflectionResult(record=result.record, marked=marked)
 
-    # --- hooks: upload -------------------------------------------------------------------------
-
-    def after_upload(
-        self, session: Session, actor: Actor, req: UploadRequest, result: UploadResult
-    ) -> UploadResult:
-        """Store the given valence/arousal (averaged into a merge), or infer them with the LLM; link the
-        people, places and projects the (redacted) text names."""
-        memory = session.get(Memory, (result.record.id, actor.tenant_id))
-        if memory is None:
-            return result
-        self.link_entities(session, memory)
-        if req.importance is not None:
-            memory.importance = req.importance
-            session.flush()
-            result = result.model_copy(
-                update={"record": result.record.model_copy(update={"importance": memory.importance})}
-            )
-        if req.valence is not None or req.arousal is not None:
-            merged = result.decision != "created"
-            memory.valence = _blend(memory.valence, req.valence, merged)
-            memory.arousal = _blend(memory.arousal, req.arousal, merged)
-        elif memory.valence is None and self.settings.emotion_inference:
-            inferred = infer_emotion(
-                self.memory.intelligence, memory.content, memory.context, memory.resolution
-            )
-            if inferred is not None:
-                memory.valence, memory.arousal = inferred
-        else:
-            return result
-        session.flush()
-        record = result.record.model_copy(update={"valence": memory.valence, "arousal": memory.arousal})
-        return result.model_copy(update={"record": record})
-
-    # --- hooks: details (time ripple) ----------------------------------------------------------
-
-    def after_details(self, session: Session, actor: Actor, ids: list[UUID]) -> None:
-        """Using a memory slightly activates the memories created within the ripple window of it."""
-        st = self.settings
-        if not ids or st.ripple_neighbours == 0 or st.ripple_weight == 0:
-            return
-        touched = session.execute(
-            q("ripple_from"),
-            {
-                **_visibility(actor),
-                "source_ids": list(ids),
-                "window_seconds": st.ripple_window_hours * 3600.0,
-                "k": st.ripple_neighbours,
-                "weight": st.ripple_weight,
-            },
-        ).scalars()
-        touched_ids = list(set(touched))
-        if touched_ids:
-            session.execute(
-                q("prune_ripples"),
-                {"tenant_id": actor.tenant_id, "ids": touched_ids, "age_seconds": st.ripple_days * 86400.0},
-            )
-
-    def ripple_levels(self, session: Session, actor: Actor, ids: list[UUID]) -> dict[UUID, tuple[float, int]]:
-        if not ids:
-            return {}
-        rows = session.execute(
-            q("ripple_levels"),
-            {
-                "tenant_id": actor.tenant_id,
-                "ids": ids,
-                "cap": self.settings.ripple_cap,
-                "age_seconds": self.settings.ripple_days * 86400.0,
-            },
-        ).all()
-        return {row.id: (float(row.ripple), int(row.ripple_count)) for row in rows}
-
-    # --- hooks: search -------------------------------------------------------------------------
-
-    def after_search(
-        self,
-        session: Session,
-        actor: Actor,
-        results: list[SearchResult],
-        *,
-        detail_level: str = "l0",
-        explain: bool = False,
-        limit: int = 10,
-        valence: float | None = None,
-        arousal: float | None = None,
-        serendipity: bool | None = None,
-        query: str | None = None,
-        entities: dict[UUID, list[str]] | None = None,
-        ripples: dict[UUID, tuple[float, int]] | None = None,
-        **_: Any,
-    ) -> list[SearchResult]:
-        """Pinned memories do not decay; ripple and (when a mood is given) resonance re-rank; serendipity.
-
-        `entities`: the names each result's memory is linked to, when the search statement fetched them
-        (it does: one round trip fewer); otherwise they are read here. `ripples`: likewise, each result's
-        ripple activation (the search statement returns it; memories with no recent ripple are absent)."""
-        st = self.tenant_settings(session, actor.tenant_id)
-        if ripples is None:
-            ripples = self.ripple_levels(session, actor, [r.record.id for r in results])
-        ranked = [
-            self._adjust(
-                r,
-                ripples.get(r.record.id),
-                valence,
-                arousal,
-                explain,
-                (r.record.importance, r.record.resolved_at is not None),
-                st,
-            )
-            for r in results
-        ]
-        ranked = self._entity_signal(session, query, ranked, explain, entities, st)
-        ranked.sort(key=lambda r: (-r.score, str(r.record.id)))
-        enabled = st.serendipity_enabled if serendipity is None else serendipity
-        best = max((r.similarity_score for r in ranked), default=0.0)
-        thin = enabled and (len(ranked) < st.serendipity_min_results or best < self.serendipity_threshold(st))
-        if thin:
-            ranked += self._serendipity(session, actor, ranked, detail_level, explain, st)
-        return ranked
-
-    def serendipity_threshold(self, st: Settings | None = None) -> float:
-        """The relevance below which a search "found little": set, or calibrated for the embedding model."""
-        st = st or self.settings
-        if st.serendipity_relevance is not None:
-            return st.serendipity_relevance
-        from ultron.companion.serendipity import calibration_for
-
-        return calibration_for(self.memory.embedder).relevance_threshold(st.fulltext_weight)
-
-    def link_entities(self, session: Session, memory: Memory) -> None:
-        """Replace the memory's entity links with what its current text names."""
-        from ultron.companion.entities import extract
-
-        found = extract("\n".join((memory.content, memory.context, memory.resolution)))
-        session.execute(delete(MemoryEntity).where(MemoryEntity.memory_id == memory.id))
-        for kind, name in sorted(found):
-            session.add(MemoryEntity(memory_id=memory.id, tenant_id=memory.tenant_id, kind=kind, name=name))
-        session.flush()
-
-    def _entity_signal(
-        self,
-        session: Session,
-        query: str | None,
-        results: list[SearchResult],
-        explain: bool,
-        entities: dict[UUID, list[str]] | None = None,
-        st: Settings | None = None,
-    ) -> list[SearchResult]:
-        """Results that name a person, place or project the query names rank higher."""
-        st = st or self.settings
-        if not query or not results or not st.entity_weight:
-            return results
-        if entities is None:
-            rows = session.execute(
-                select(MemoryEntity.memory_id, MemoryEntity.name).where(
-                    MemoryEntity.memory_id.in_([r.record.id for r in results])
-                )
-            ).all()
-            entities = {}
-            for row in rows:
-                entities.setdefault(row.memory_id, []).append(row.name)
-        asked = query.casefold()
-        shared: dict[UUID, list[str]] = {}
-        for memory_id, names in entities.items():
-            for name in names:
-                if re.search(rf"(?<!\w){re.escape(name.casefold())}(?!\w)", asked):
-                    shared.setdefault(memory_id, []).append(name)
-        out = []
-        for r in results:
-            names = sorted(shared.get(r.record.id, []))
-            if not names:
-                out.append(r)
-                continue
-            factor = 1 + st.entity_weight * min(len(names), 2)
-            update: dict[str, Any] = {"score": r.score * factor}
-            if explain and r.explain is not None:
-                update["explain"] = r.explain.model_copy(
-                    update={"entity": round(factor, 6), "entities": names, "score": r.score * factor}
-                )
-            out.append(r.model_copy(update=update))
-        return out
-
     def resolve(self, session: Session, actor: Actor, memory_id: UUID, resolved: bool) -> MemoryRecord:
         """Resolve (or reopen) a memory: resolved ones sink in search and leave the brief's HOT and
         personal sections. Contributor or admin, like any edit."""
@@ -470,134 +285,3 @@ class CompanionService:
         memory.updated_at = datetime.now(UTC)
         session.flush()
         return self.memory.get(session, actor, memory_id)
-
-    def _adjust(
-        self,
-        result: SearchResult,
-        ripple: tuple[float, int] | None,
-        valence: float | None,
-        arousal: float | None,
-        explain: bool,
-        weight: tuple[int, bool] | None = None,
-        st: Settings | None = None,
-    ) -> SearchResult:
-        st = st or self.settings
-        record = result.record
-        score = result.score
-        update: dict[str, Any] = {}
-        days = _days_since(record.last_hit_at or record.created_at)
-        decay = 1 - st.time_decay_weight + st.time_decay_weight * math.exp(-st.decay_alpha * days)
-        if record.arousal and not record.pinned and st.arousal_decay_slowdown and decay > 0:
-            # High arousal slows decay: the memory fades as if alpha were smaller.
-            alpha = st.decay_alpha * (1 - st.arousal_decay_slowdown * record.arousal)
-            slowed = 1 - st.time_decay_weight + st.time_decay_weight * math.exp(-alpha * days)
-            score = score / decay * slowed
-            update["hotness"] = round(math.exp(-alpha * days), 6)
-        if record.arousal and st.urgency_weight:
-            urgency = 1 + st.urgency_weight * record.arousal
-            score *= urgency
-            update["urgency"] = round(urgency, 6)
-        hours = (datetime.now(UTC) - record.created_at).total_seconds() / 3600.0
-        if st.freshness_weight and st.freshness_hours and 0 <= hours < st.freshness_hours:
-            fresh = 1 + st.freshness_weight * (1 - hours / st.freshness_hours)
-            score *= fresh
-            update["freshness"] = round(fresh, 6)
-        if weight is not None:
-            importance, resolved = weight
-            if importance != 5:
-                factor = 0.5 + importance / 10.0
-                score *= factor
-                update["importance"] = round(factor, 6)
-            if resolved:
-                score *= st.resolved_factor
-                update["resolved"] = st.resolved_factor
-        if record.pinned:
-            # Pinned memories never decay: undo the recency factor (hotness counts as 1).
-            days = _days_since(record.last_hit_at or record.created_at)
-            decay = 1 - st.time_decay_weight + st.time_decay_weight * math.exp(-st.decay_alpha * days)
-            score = score / decay if decay > 0 else score
-            update["hotness"] = 1.0
-        if ripple is not None:
-            score *= 1 + ripple[0]
-            update["ripple"], update["ripple_count"] = round(ripple[0], 6), ripple[1]
-        mood = resonance(valence, arousal, record.valence, record.arousal)
-        if mood is not None:
-            # Raises a memory whose mood matches (resonance > 0.5), lowers one whose mood is opposite.
-            score *= 1 + st.resonance_weight * (2 * mood - 1)
-            update["resonance"] = round(mood, 6)
-        if not update:
-            return result
-        components = None
-        if explain and result.explain is not None:
-            components = result.explain.model_copy(update={**update, "score": score})
-        return result.model_copy(update={"score": score, "explain": components})
-
-    def _serendipity(
-        self,
-        session: Session,
-        actor: Actor,
-        found: list[SearchResult],
-        detail_level: str,
-        explain: bool,
-        st: Settings | None = None,
-    ) -> list[SearchResult]:
-        """One to three old, long-unused memories, drawn at random (seeded when configured), low weight."""
-        st = st or self.settings
-        pool = list(
-            session.execute(
-                q("serendipity_pool"),
-                {
-                    **_visibility(actor),
-                    "exclude": [r.record.id for r in found],
-                    "min_age_seconds": st.serendipity_min_age_days * 86400.0,
-                    "pool": SERENDIPITY_POOL,
-                },
-            ).scalars()
-        )
-        if not pool:
-            return []
-        rng = random.Random(st.serendipity_seed) if st.serendipity_seed is not None else random.Random()
-        picked = rng.sample(pool, min(len(pool), rng.randint(1, SERENDIPITY_MAX)))
-        records = self.memory._records(session, picked, actor)
-        out = []
-        for memory_id in picked:
-            record = records[memory_id]
-            days = _days_since(record.last_hit_at or record.created_at)
-            components = None
-            if explain:
-                components = ScoreComponents(
-                    vector_similarity=0.0,
-                    text_rank=0.0,
-                    relevance=0.0,
-                    tier_boost=st.tier_boosts[record.tier],
-                    hotness=math.exp(-st.decay_alpha * days),
-                    days_since_hit=days,
-                    decay_weight=st.time_decay_weight,
-                    from_vector=False,
-                    from_text=False,
-                    score=0.0,
-                    serendipity=True,
-                )
-            out.append(
-                SearchResult(
-                    record=project(record, detail_level),
-                    similarity_score=0.0,
-                    score=0.0,
-                    explain=components,
-                    serendipity=True,
-                )
-            )
-        return out
-
-
-def _blend(current: float | None, given: float | None, merged: bool) -> float | None:
-    """A merge averages the moods (as the seed does); a new memory takes the given one."""
-    if given is None:
-        return current
-    if merged and current is not None:
-        return round((current + given) / 2.0, 4)
-    return given
-
-
-def _days_since(moment: datetime) -> float:
-    return max((datetime.now(UTC) - moment).total_seconds() / 86400.0, 0.0)

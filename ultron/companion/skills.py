@@ -1,10 +1,10 @@
 """The brief's skill section: the skill hub's latest active skills, as brief items.
 
-Registered by the hub (ultron/hub.py) as `CompanionService.skill_source`. With a task hint the skills
-nearest to it come first (the brief's own query vector, HNSW via `search_skills`); without one the skills
-whose memories agents use most, then the newest (`brief_skills`). Skills are tenant-wide: every agent of
-the tenant sees the same ones, no other tenant's. The brief places them after pinned and HOT memories and
-cuts them first when the budget runs out.
+Built by the hub (ultron/hub.py) and given to `CompanionService` as its `skill_source`. With a task hint
+the skills nearest to it come first (the brief's own query vector, HNSW via `search_skills`); without one
+the skills whose memories agents use most, then the newest (`brief_skills`). Skills are tenant-wide: every
+agent of the tenant sees the same ones, no other tenant's. The brief places them after pinned and HOT
+memories and cuts them first when the budget runs out.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 from ultron.companion.schemas import BriefItem
 from ultron.db.queries import q
 from ultron.providers.tokens import count_tokens, truncate_to_tokens
-from ultron.skills.service import skill_hit
+from ultron.skills.service import SkillService, skill_hit
 from ultron.tenancy import Actor
 
 # Longest skill description a brief line carries.
@@ -24,8 +24,8 @@ BRIEF_DESCRIPTION_TOKENS = 48
 
 
 class SkillBriefSource:
-    def __init__(self, skills: Any, limit: int):
-        self.skills = skills  # ultron.skills.service.SkillService
+    def __init__(self, skills: SkillService, limit: int):
+        self.skills = skills
         self.limit = limit
 
     def __call__(self, session: Session, actor: Actor, task: str | None, vector: Any) -> list[BriefItem]:

@@ -31,7 +31,7 @@ from ultron.trajectory.segmentation import segment_messages
 from ultron.trajectory.sessions import copy_messages, message_row, strip_nul, time_range
 
 if TYPE_CHECKING:
-    from ultron.ingestion.service import IngestionService
+    from ultron.ingestion.service import IngestionService  # the service imports this module
 
 log = logging.getLogger(__name__)
 
@@ -114,7 +114,7 @@ def _segment_rows(
     service: IngestionService, actor: Actor, session_id: UUID, prepared: Prepared
 ) -> list[dict[str, Any]]:
     messages = prepared.parsed.messages
-    spans = segment_messages(messages, service.hub.intelligence, 0)
+    spans = segment_messages(messages, service.intelligence, 0)
     return [
         {
             "tenant_id": actor.tenant_id,

@@ -17,17 +17,20 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from ultron.authz import require_owner
+from ultron.config import Settings
+from ultron.db.engine import Database
 from ultron.db.models import ImportItem, ImportJob, MemorySource, SessionRecord, TaskSegment
 from ultron.errors import Conflict, NotFound, ValidationFailed
 from ultron.ingestion.importers import PARSERS
+from ultron.ingestion.redaction import Scrubber
 from ultron.ingestion.schemas import IMPORT_KINDS, ImportStatus, ReviewDecision, ReviewItem, ReviewOutcome
 from ultron.tenancy import Actor
 from ultron.trajectory.messages import Message
-from ultron.trajectory.pipeline import archive_memories_of, segment_session
+from ultron.trajectory.pipeline import archive_memories_of
 from ultron.trajectory.sessions import notify_work, store_session
 
 if TYPE_CHECKING:
-    from ultron.hub import Hub
+    from ultron.ingestion.service import Segmenter  # the service imports this module
 
 log = logging.getLogger(__name__)
 
@@ -54,8 +57,12 @@ def _status(job: ImportJob) -> ImportStatus:
 
 
 class ImportService:
-    def __init__(self, hub: Hub):
-        self.hub = hub
+    def __init__(self, settings: Settings, db: Database, scrubber: Scrubber, segment: Segmenter | None):
+        self.settings = settings
+        self.db = db  # `run` takes one transaction per batch
+        self.scrubber = scrubber
+        # Segments each stored conversation at once; None: the worker does (ingestion's segment_inline).
+        self.segment = segment
 
     def _job(self, session: Session, actor: Actor, job_id: UUID, *, lock: bool = False) -> ImportJob:
         stmt = select(ImportJob).where(ImportJob.id == job_id, ImportJob.tenant_id == actor.tenant_id)
@@ -71,7 +78,7 @@ class ImportService:
         conversations = [c for c in PARSERS[kind](data) if c.messages]
         if not conversations:
             raise ValidationFailed(f"no conversations with messages found in this {kind} export")
-        scrubber = self.hub.ingestion.scrubber
+        scrubber = self.scrubber
         job = ImportJob(
             tenant_id=actor.tenant_id,
             agent_id=actor.agent_id,
@@ -111,7 +118,7 @@ class ImportService:
                 select(ImportItem)
                 .where(ImportItem.job_id == job.id, ImportItem.status == "pending")
                 .order_by(ImportItem.position)
-                .limit(batch or self.hub.settings.import_batch_size)
+                .limit(batch or self.settings.import_batch_size)
             )
             .scalars()
             .all()
@@ -141,14 +148,8 @@ class ImportService:
                     meta,
                     import_id=job.id,
                 )
-                if outcome.status != "unchanged" and self.hub.ingestion.segment_inline:
-                    segment_session(
-                        session,
-                        self.hub.settings,
-                        self.hub.intelligence,
-                        outcome.session_id,
-                        messages=messages,
-                    )
+                if outcome.status != "unchanged" and self.segment is not None:
+                    self.segment(session, outcome.session_id, messages=messages)
             item.status, item.session_id = "imported", outcome.session_id
             job.done += 1
         except (SQLAlchemyError, ValueError, KeyError) as exc:
@@ -161,7 +162,7 @@ class ImportService:
     ) -> ImportStatus:
         """Advance batch by batch (one transaction each) until done or paused."""
         while True:
-            with self.hub.db.session() as session:
+            with self.db.session() as session:
                 handled = self.advance(session, actor, job_id)
                 status = _status(self._job(session, actor, job_id))
             if progress is not None:

@@ -2,7 +2,7 @@
 
 Session messages (text, reasoning, tool calls and results), raw archives, imported conversations and
 ingest_text payloads all pass through a `Scrubber` before they reach the database or a model. With
-redaction disabled (`hub.redactor is None`) it passes data through unchanged.
+redaction disabled (no redactor) it passes data through unchanged.
 """
 
 from __future__ import annotations

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
+from uuid import UUID
 
 from sqlalchemy import select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
+from ultron.config import Settings
+from ultron.db.engine import Database
 from ultron.db.models import RawUpload
 from ultron.errors import PayloadTooLarge, ValidationFailed
 from ultron.ingestion.batch import (
@@ -24,19 +27,14 @@ from ultron.ingestion.batch import (
     existing_sources,
     unchanged_results,
 )
-from ultron.ingestion.formats import parse_session
+from ultron.ingestion.formats import Message, parse_session
 from ultron.ingestion.imports import ImportService
 from ultron.ingestion.redaction import Scrubber
 from ultron.ingestion.schemas import FileResult, IngestFile, IngestResult, IngestTextResult, LineProblem
 from ultron.memory.schemas import UploadRequest, UploadResult
+from ultron.memory.service import MemoryService
 from ultron.tenancy import Actor
-from ultron.trajectory.pipeline import segment_session
 from ultron.trajectory.sessions import notify_work, store_session, unchanged_session
-
-if TYPE_CHECKING:
-    from uuid import UUID
-
-    from ultron.hub import Hub
 
 log = logging.getLogger(__name__)
 
@@ -47,12 +45,33 @@ BULK_MIN_FILES = 2
 MAX_LINE_PROBLEMS = 100
 
 
+class Segmenter(Protocol):
+    """(Re)segments a stored session in the caller's transaction; returns how many new segments it got
+    (ultron/trajectory/pipeline.py's segment_session). `messages`: the session's messages when the caller
+    holds them."""
+
+    def __call__(
+        self, session: Session, session_id: UUID, *, messages: list[Message] | None = None
+    ) -> int: ...
+
+
 class IngestionService:
-    def __init__(self, hub: Hub):
-        self.hub = hub
-        self.settings = hub.settings
-        self.scrubber = Scrubber(hub.redactor)
-        self.imports = ImportService(hub)
+    def __init__(
+        self,
+        settings: Settings,
+        db: Database,
+        intelligence: Any,
+        memory: MemoryService,
+        redactor: Any,
+        segment: Segmenter,
+    ):
+        self.settings = settings
+        self.intelligence = intelligence  # extracts memories from free text; splits sessions (heuristic)
+        self.memory = memory
+        self.segment = segment
+        self.scrubber = Scrubber(redactor)
+        # Imported conversations are segmented as they are stored when a file would be (segment_inline).
+        self.imports = ImportService(settings, db, self.scrubber, segment if self.segment_inline else None)
 
     # --- raw archive -------------------------------------------------------------------------
 
@@ -198,13 +217,7 @@ class IngestionService:
                     session, actor, f.name, parsed.format, parsed.messages, metadata or {}
                 )
                 if outcome.status != "unchanged" and self.segment_inline:
-                    new_segments = segment_session(
-                        session,
-                        self.settings,
-                        self.hub.intelligence,
-                        outcome.session_id,
-                        messages=parsed.messages,
-                    )
+                    new_segments = self.segment(session, outcome.session_id, messages=parsed.messages)
         archived = self.archive(session, actor, "ingest_file", f.name, f.content, outcome.session_id)
         return FileResult(
             name=f.name,
@@ -221,7 +234,7 @@ class IngestionService:
     @property
     def segment_inline(self) -> bool:
         # The heuristic splitter is cheap and cannot fail on a model; an LLM's work belongs in the worker.
-        return self.settings.ingest_segment_inline and not self.hub.intelligence.llm_available
+        return self.settings.ingest_segment_inline and not self.intelligence.llm_available
 
     # --- text --------------------------------------------------------------------------------
 
@@ -235,7 +248,7 @@ class IngestionService:
             )
         clean, _ = self.scrubber.text(text)
         self.archive(session, actor, "ingest_text", "", text.encode("utf-8"))
-        items = self.hub.intelligence.extract(clean)
+        items = self.intelligence.extract(clean)
         uploaded: list[UploadResult] = []
         limit = self.settings.max_field_chars
         for item in items:
@@ -245,7 +258,7 @@ class IngestionService:
                 resolution=str(item.get("resolution") or "")[:limit],
                 tags=[str(t)[:64] for t in item.get("tags") or []][:10],
             )
-            uploaded.append(self.hub.memory.upload(session, actor, request))
+            uploaded.append(self.memory.upload(session, actor, request))
         return IngestTextResult(
             memories_extracted=len(items), memories_uploaded=len(uploaded), memories=uploaded
         )

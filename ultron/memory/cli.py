@@ -30,7 +30,7 @@ def cmd_repair(args: argparse.Namespace) -> int:
 
     hub = Hub.open(_settings(args))
     try:
-        repair(hub, apply=args.apply)
+        repair(hub.db, hub.memory, apply=args.apply)
     finally:
         hub.close()
     return 0

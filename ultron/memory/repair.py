@@ -19,9 +19,11 @@ from uuid import UUID
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from ultron.db.engine import Database
 from ultron.db.models import Memory, MemoryContribution
 from ultron.errors import UltronError
-from ultron.tenancy import Actor
+from ultron.memory.service import MemoryService
+from ultron.tenancy import Actor, local_actor
 
 PAGE = 500
 MERGED = ("merged", "merged_judge")
@@ -47,7 +49,7 @@ def _short(fields: dict[str, str], width: int = 70) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def review(service: Any, session: Session, actor: Actor, *, page: int = PAGE) -> Iterator[Finding]:
+def review(service: MemoryService, session: Session, actor: Actor, *, page: int = PAGE) -> Iterator[Finding]:
     """Merged contributions of the actor's tenant that today's rules would have kept as memories."""
     last = 0
     while True:
@@ -96,13 +98,13 @@ def review(service: Any, session: Session, actor: Actor, *, page: int = PAGE) ->
                 )
 
 
-def repair(hub: Any, *, apply: bool = False, out: Callable[[str], None] = print) -> tuple[int, int]:
+def repair(
+    db: Database, memory: MemoryService, *, apply: bool = False, out: Callable[[str], None] = print
+) -> tuple[int, int]:
     """Print (and with `apply` split back) the merges today's rules would not make: (found, split)."""
-    from ultron.tenancy import local_actor
-
-    with hub.db.session() as session:
+    with db.session() as session:
         actor = local_actor(session)
-        findings = list(review(hub.memory, session, actor))
+        findings = list(review(memory, session, actor))
     for f in findings:
         sim = "-" if f.similarity is None else f"{f.similarity:.4f}"
         out(f"{f.memory_id}  contribution {f.contribution_id}  {f.decision} {sim}: {f.reason}")
@@ -112,8 +114,8 @@ def repair(hub: Any, *, apply: bool = False, out: Callable[[str], None] = print)
     if apply:
         for f in findings:
             try:
-                with hub.db.session() as session:
-                    result = hub.memory.split(session, local_actor(session), f.memory_id, f.contribution_id)
+                with db.session() as session:
+                    result = memory.split(session, local_actor(session), f.memory_id, f.contribution_id)
                 done += 1
                 out(f"split contribution {f.contribution_id} into memory {result.split.id}")
             except UltronError as exc:

@@ -18,11 +18,13 @@ from typing import Any, Protocol
 from uuid import UUID, uuid4
 
 import numpy as np
+from psycopg import RawCursor
+from psycopg.rows import namedtuple_row
 from sqlalchemy import BigInteger, TextClause, cast, delete, func, insert, select, text, true
 from sqlalchemy.orm import Session
 
 from ultron.config import Settings
-from ultron.db.models import ActivityEvent, Agent, Memory, MemoryContribution
+from ultron.db.models import ActivityEvent, Agent, Memory, MemoryContribution, Tenant
 from ultron.db.queries import q
 from ultron.errors import Forbidden, NotFound, UltronError, ValidationFailed
 from ultron.memory import document, fulltext
@@ -39,11 +41,13 @@ from ultron.memory.schemas import (
     UploadRequest,
     UploadResult,
 )
+from ultron.memory.termstats import TermStatsKeeper
 from ultron.memory.text import MEMORY_TYPES, embedding_text
 from ultron.memory.timeq import query_time_range
 from ultron.ops.metrics import counts_search, counts_upload, record_upload
 from ultron.providers.base import Embedder
 from ultron.providers.heuristic import agree, conflicts
+from ultron.settings_store import RuntimeSettings
 from ultron.tenancy import Actor
 
 log = logging.getLogger(__name__)
@@ -143,9 +147,6 @@ def _fetch_on_generic_plan(session: Session, statement: TextClause, params: dict
     loses), which cost 1.5-2.5 ms a call, and the generic plan of this statement runs faster still. So the
     generic plan is asked for around this statement only, and the three (SET LOCAL, the search, RESET) go
     to the server together in one psycopg pipeline (with the transaction's BEGIN when it is the first)."""
-    from psycopg import RawCursor
-    from psycopg.rows import namedtuple_row
-
     raw = session.connection().connection.driver_connection
     assert raw is not None  # a checked-out connection always has one; SQLAlchemy types it Optional
     sql, names = _raw_sql(statement, session.get_bind().dialect)
@@ -241,6 +242,12 @@ class MemoryService:
         intelligence: Intelligence,
         redactor: Redactor | None = None,
         hits: HitBuffer | None = None,
+        *,
+        companion: CompanionHooks | None = None,
+        clusters: ClusterHooks | None = None,
+        term_stats: TermStatsKeeper | None = None,
+        runtime: RuntimeSettings | None = None,
+        dedup_band: tuple[float, float] | None = None,
     ):
         self.settings = settings
         # Search hits go through this buffer when given; without one they are written in the transaction.
@@ -251,22 +258,22 @@ class MemoryService:
         # What each scope redacts: the settings' policy, or a tenant's own merged over it (loaded per upload).
         self.redaction_policy = settings.redaction_policy()
         self._tenant_policies: dict[UUID, Any] = {}
-        self.hard_threshold, self.soft_threshold = settings.dedup_thresholds
-        # Set by the hub once the companion service exists.
-        self.companion: CompanionHooks | None = None
-        # Set by the hub: knowledge clusters (ultron/clusters/) joined in the upload's transaction.
-        self.clusters: ClusterHooks | None = None
-        # Set by the hub: keeps the lexical ranker's term statistics fresh (ultron/memory/termstats.py).
-        self.term_stats: Any = None
-        # Set by the hub: an admin's runtime changes per tenant (ultron/settings_store.py).
-        self.runtime: Any = None
+        # (HARD, SOFT): the band recorded in the database for its embedding model, else the settings'.
+        self.hard_threshold, self.soft_threshold = dedup_band or settings.dedup_thresholds
+        # Companion memory (ultron/companion/): emotion on upload, ripples on use, re-ranking of searches.
+        self.companion = companion
+        # Knowledge clusters (ultron/clusters/), joined in the upload's transaction.
+        self.clusters = clusters
+        # Keeps the lexical ranker's term statistics fresh (ultron/memory/termstats.py).
+        self.term_stats = term_stats
+        # An admin's runtime changes per tenant (ultron/settings_store.py).
+        self.runtime = runtime
 
     # --- helpers -------------------------------------------------------------------------------
 
     def load_tenant_policy(self, session: Session, tenant_id: UUID) -> None:
         """Read the tenant's redaction policy (`tenants.settings -> 'redaction'`) over the global one."""
-        from ultron.db.models import Tenant
-        from ultron.privacy.policy import RedactionPolicy
+        from ultron.privacy.policy import RedactionPolicy  # here: ultron.privacy's __init__ loads Presidio
 
         raw = session.execute(select(Tenant.settings["redaction"]).where(Tenant.id == tenant_id)).scalar()
         try:
@@ -1003,29 +1010,10 @@ class MemoryService:
     # --- reads ---------------------------------------------------------------------------------
 
     def _visible(self, actor: Actor):  # type: ignore[no-untyped-def]
-        return (
-            (Memory.scope == "shared")
-            | ((Memory.scope == "private") & (Memory.agent_id == actor.agent_id))
-            | ((Memory.scope == "group") & Memory.group_name.in_(list(actor.groups) or [""]))
-        )
+        return visible_to(actor)
 
     def _records(self, session: Session, ids: list[UUID], actor: Actor) -> dict[UUID, MemoryRecord]:
-        if not ids:
-            return {}
-        contributions = (
-            select(func.count())
-            .where(MemoryContribution.memory_id == Memory.id)
-            .correlate(Memory)
-            .scalar_subquery()
-        )
-        stmt = (
-            select(Memory, Agent.name, contributions)
-            .outerjoin(Agent, Agent.id == Memory.agent_id)
-            .where(Memory.id.in_(ids))
-            .where(Memory.tenant_id == actor.tenant_id, self._visible(actor))
-            .execution_options(populate_existing=True)
-        )
-        return {m.id: to_record(m, agent, n) for m, agent, n in session.execute(stmt)}
+        return load_records(session, ids, actor)
 
     def get(self, session: Session, actor: Actor, memory_id: UUID) -> MemoryRecord:
         """One memory, full text, without counting a hit (browsing is not adoption)."""
@@ -1222,6 +1210,35 @@ def to_record(m: Memory, agent: str | None, contributions: int) -> MemoryRecord:
         importance=m.importance,
         resolved_at=m.resolved_at,
     )
+
+
+def visible_to(actor: Actor):  # type: ignore[no-untyped-def]
+    """The memories an agent may see: shared ones, its own private ones, its groups' ones."""
+    return (
+        (Memory.scope == "shared")
+        | ((Memory.scope == "private") & (Memory.agent_id == actor.agent_id))
+        | ((Memory.scope == "group") & Memory.group_name.in_(list(actor.groups) or [""]))
+    )
+
+
+def load_records(session: Session, ids: list[UUID], actor: Actor) -> dict[UUID, MemoryRecord]:
+    """The full records of those of `ids` the agent may see (no hit counted)."""
+    if not ids:
+        return {}
+    contributions = (
+        select(func.count())
+        .where(MemoryContribution.memory_id == Memory.id)
+        .correlate(Memory)
+        .scalar_subquery()
+    )
+    stmt = (
+        select(Memory, Agent.name, contributions)
+        .outerjoin(Agent, Agent.id == Memory.agent_id)
+        .where(Memory.id.in_(ids))
+        .where(Memory.tenant_id == actor.tenant_id, visible_to(actor))
+        .execution_options(populate_existing=True)
+    )
+    return {m.id: to_record(m, agent, n) for m, agent, n in session.execute(stmt)}
 
 
 def project(record: MemoryRecord, detail_level: str) -> MemoryRecord:

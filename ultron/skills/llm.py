@@ -14,6 +14,7 @@ from typing import Any
 
 from ultron import safe_yaml
 from ultron.errors import ValidationFailed
+from ultron.providers.jsonparse import parse_json_object
 from ultron.providers.tokens import count_tokens, truncate_to_tokens
 from ultron.skills import evolve
 from ultron.skills.format import SkillDoc, parse, render
@@ -137,8 +138,6 @@ def _from_front_matter(text: str) -> Answer | None:
 
 
 def _from_json(text: str) -> Answer | None:
-    from ultron.providers.jsonparse import parse_json_object
-
     obj = parse_json_object(text)
     if obj is None:
         return None

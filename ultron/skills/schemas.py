@@ -8,6 +8,8 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ultron.clusters.schemas import SkillSummary as SkillSummary  # re-exported: defined with the clusters
+
 SkillStatusFilter = Literal["active", "superseded", "all"]
 
 
@@ -28,18 +30,6 @@ class SkillHit(BaseModel):
     categories: list[str]
     similarity: float
     score: float | None = Field(None, description="The verifier's score; none for uploaded skills")
-
-
-class SkillSummary(BaseModel):
-    slug: str
-    name: str
-    description: str
-    version: str
-    categories: list[str]
-    score: float | None
-    status: Literal["active", "superseded"]
-    source_cluster_id: UUID | None = Field(None, description="The cluster it was crystallized from")
-    created_at: datetime
 
 
 class SkillDetail(SkillSummary):

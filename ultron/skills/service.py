@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session
 
 from ultron.clusters.service import ClusterService
 from ultron.config import Settings
+from ultron.db.engine import Database
 from ultron.db.models import EvolutionRecord, KnowledgeCluster, Skill, SkillFile
 from ultron.db.queries import q
 from ultron.errors import NotFound, ValidationFailed
@@ -71,7 +72,14 @@ def version_of(skill: Skill) -> Version:
 
 class SkillService:
     def __init__(
-        self, settings: Settings, db: Any, embedder: Any, clusters: ClusterService, intelligence: Any
+        self,
+        settings: Settings,
+        db: Database,
+        embedder: Any,
+        clusters: ClusterService,
+        intelligence: Any,
+        *,
+        redactor: Any = None,
     ):
         self.settings = settings
         self.db = db
@@ -82,7 +90,7 @@ class SkillService:
         llm = bool(getattr(intelligence, "llm_available", False))
         self.llm_synthesize: LLMDraft | None = LLMSynthesizer(intelligence) if llm else None
         self.verify: Verifier = evolve.llm_verifier(intelligence.ask) if llm else evolve.grounding
-        self.redactor: Any = None  # set by the hub: uploads and search queries are redacted
+        self.redactor = redactor  # uploads and search queries are redacted (None: redaction is off)
 
     # --- the worker step ---------------------------------------------------------------------------
 

@@ -209,8 +209,10 @@ class Steps:
     intelligence: Any
     memory: MemoryUploader
 
-    def segment_session(self, session: Session, session_id: UUID) -> int:
-        return segment_session(session, self.settings, self.intelligence, session_id)
+    def segment_session(
+        self, session: Session, session_id: UUID, *, messages: list[Message] | None = None
+    ) -> int:
+        return segment_session(session, self.settings, self.intelligence, session_id, messages=messages)
 
     def score_segment(self, session: Session, segment_id: UUID) -> float:
         return score_segment(session, self.settings, self.intelligence, segment_id)
