@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ultron.bench.progress import progress_bar
 from ultron.errors import UltronError
 from ultron.memory import cli as memory_cli
 
@@ -421,7 +422,7 @@ def cmd_db_upgrade(args: argparse.Namespace) -> int:
 
 
 def cmd_dashboard_screenshots(args: argparse.Namespace) -> int:
-    from ultron.web.screenshots import main as take_screenshots
+    from ultron.bench.screenshots import main as take_screenshots
 
     require_module("playwright", "pip install playwright (or `.venv/bin/pip install -e '.[test]'`)")
 
@@ -429,7 +430,7 @@ def cmd_dashboard_screenshots(args: argparse.Namespace) -> int:
 
 
 def cmd_dashboard_bench(args: argparse.Namespace) -> int:
-    from ultron.web.bench import run
+    from ultron.bench.dashboard import run
 
     require_module("playwright", "pip install playwright (or `.venv/bin/pip install -e '.[test]'`)")
 
@@ -451,8 +452,8 @@ def cmd_reembed(args: argparse.Namespace) -> int:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
+    from ultron.bench import dedup_calibration as calibration
     from ultron.hub import build_embedder
-    from ultron.memory import calibration
     from ultron.providers import heuristic
 
     settings = _settings(args)
@@ -466,65 +467,16 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from ultron.bench import run_benchmark
+    from ultron.bench.core import run_benchmark
 
     return run_benchmark(args)
 
 
 def cmd_privacy_eval(args: argparse.Namespace) -> int:
-    from ultron.privacy.evaluate import main as privacy_main
+    from ultron.bench.privacy_eval import main as privacy_main
 
     argv = ["--repeat", str(args.repeat)] + (["--corpus", args.corpus] if args.corpus else [])
     return privacy_main(argv + (["--redact-uuids"] if args.redact_uuids else []))
-
-
-class _Bar:
-    """A rich progress bar on stderr, one task per label; a plain callback `(done, total, what)`."""
-
-    def __init__(self) -> None:
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-        self.progress = Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeRemainingColumn(),
-            console=Console(stderr=True),
-            transient=False,
-        )
-        self.tasks: dict[str, Any] = {}
-
-    def __call__(self, done: int, total: int, what: str) -> None:
-        if what not in self.tasks:
-            self.tasks[what] = self.progress.add_task(what, total=total)
-        self.progress.update(self.tasks[what], completed=done, total=total)
-
-    def __enter__(self) -> _Bar:
-        self.progress.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.progress.stop()
-
-
-def progress_bar() -> _Bar:
-    """`with progress_bar() as bar: bar(done, total, "what")` -- for commands whose work takes time."""
-    return _Bar()
-
-
-def _progress(done: int, total: int, what: str) -> None:
-    """A one-shot callback for code that reports progress without a context (a bar per call site)."""
-    global _BAR
-    if _BAR is None:
-        _BAR = progress_bar().__enter__()
-    _BAR(done, total, what)
-    if done >= total:
-        _BAR.__exit__(None, None, None)
-        _BAR = None
-
-
-_BAR: _Bar | None = None
 
 
 # --- parser --------------------------------------------------------------------------------------
@@ -716,19 +668,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dimension", type=int, default=256, help="hash embedding dimension")
     p.set_defaults(func=cmd_bench)
 
-    from ultron.memory.batchbench import add_parser as add_batch_bench_parser
+    from ultron.bench.batch import add_parser as add_batch_bench_parser
 
     add_batch_bench_parser(sub)
-    from ultron.ops.concurrencybench import add_parser as add_concurrency_bench_parser
+    from ultron.bench.concurrency import add_parser as add_concurrency_bench_parser
 
     add_concurrency_bench_parser(sub)
-    from ultron.ops.startbench import add_parser as add_start_bench_parser
+    from ultron.bench.start import add_parser as add_start_bench_parser
 
     add_start_bench_parser(sub)
-    from ultron.ops.peers import add_parser as add_peers_bench_parser  # `ultron bench-peers`
+    from ultron.bench.peers import add_parser as add_peers_bench_parser  # `ultron bench-peers`
 
     add_peers_bench_parser(sub)
-    from ultron.clusters.bench import add_parser as add_cluster_bench_parser
+    from ultron.bench.clusters import add_parser as add_cluster_bench_parser
     from ultron.clusters.calibration_cli import add_parser as add_cluster_calibration_parser
 
     add_cluster_bench_parser(sub)
@@ -747,7 +699,7 @@ def build_parser() -> argparse.ArgumentParser:
     from ultron.skills.cli import add_commands as add_skills_commands
 
     add_skills_commands(sub, _add_common, _add_remote)
-    from ultron.evaluation.retrieval import add_parser as add_eval_parser
+    from ultron.bench.evaluation.retrieval import add_parser as add_eval_parser
 
     add_eval_parser(sub)
     from ultron.groups.cli import add_parser as add_groups_parser

@@ -11,7 +11,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 EmbeddingProviderName = Literal["local", "hash", "dashscope", "openai"]
 LLMProviderName = Literal["heuristic", "dashscope", "openai"]
 
-# Calibrated on the dev split of ultron/memory/data/dedup_calibration.jsonl with `ultron dedup-calibration`
+# Calibrated on the dev split of ultron/bench/data/dedup_calibration.jsonl with `ultron dedup-calibration`
 # (see docs/embeddings.md): HARD is the lowest cosine whose automatic merges (which also need agreeing
 # distinguishing tokens, `heuristic.agree`) stay >= 0.99 precise, SOFT the lower edge of the judge band
 # that maximises F1 while the offline judge's merges stay >= 0.97 precise. The seed's 0.85 / 0.75 were set
@@ -23,7 +23,7 @@ DEFAULT_DEDUP_THRESHOLDS: dict[str, tuple[float, float]] = {
     "hash": (0.59149, 0.32897),
 }
 # The cluster join threshold is on the average cosine to a cluster's members (ultron/clusters/service.py).
-# local and hash: `ultron cluster-calibration` on ultron/clusters/data/cluster_topics.jsonl (88 memories,
+# local and hash: `ultron cluster-calibration` on ultron/bench/data/cluster_topics.jsonl (88 memories,
 # 11 topics, 10 upload orders), the lowest threshold whose worst purity is >= 0.9 with no ready cluster
 # whose core mixes topics (local: worst 0.932, mean 0.947; hash: worst 0.909, mean 0.933).
 # dashscope / openai cannot be measured offline: the old centroid-cosine 0.75 times a typical mean length

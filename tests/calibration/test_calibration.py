@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from ultron.memory import calibration as cal
+from ultron.bench import dedup_calibration as cal
 
 
 def mem(content: str) -> dict[str, str]:

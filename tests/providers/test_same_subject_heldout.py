@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
+from ultron.bench import dedup_calibration as calibration
 from ultron.config import DEFAULT_DEDUP_THRESHOLDS
-from ultron.memory import calibration
 from ultron.providers.hashing import HashEmbedder
 from ultron.providers.heuristic import agree, same_subject
 from ultron.providers.local import LocalEmbedder

@@ -1,5 +1,5 @@
 """`ultron cluster-calibration`'s parser: it loads nothing heavy (the CLI's start-up stays fast); the work
-is in ultron/clusters/calibration.py."""
+is in ultron/bench/cluster_calibration.py."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ ORDERS = 10  # calibration.ORDERS
 
 
 def run_command(args: argparse.Namespace) -> int:
-    from ultron.clusters.calibration import run_command as run
+    from ultron.bench.cluster_calibration import run_command as run
 
     return run(args)
 

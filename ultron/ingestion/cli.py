@@ -242,7 +242,7 @@ def cmd_trajectory(args: argparse.Namespace) -> int:
 
 
 def cmd_bench_ingest(args: argparse.Namespace) -> int:
-    from ultron.ingestion.bench import run_ingest_benchmark
+    from ultron.bench.ingestion import run_ingest_benchmark
 
     return run_ingest_benchmark(args)
 

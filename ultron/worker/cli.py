@@ -102,6 +102,6 @@ def _print_status(args: argparse.Namespace, *, as_json: bool) -> int:
 
 
 def cmd_bench_rebalance(args: argparse.Namespace) -> int:
-    from ultron.worker.bench import run
+    from ultron.bench.rebalance import run
 
     return run(args)

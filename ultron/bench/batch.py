@@ -1,6 +1,6 @@
 """`ultron bench-batch`: batch upload throughput against single uploads measured in the same run.
 
-Two fresh databases on one embedded server, the same synthetic corpus (ultron.bench.Corpus) for both:
+Two fresh databases on one embedded server, the same synthetic corpus (ultron.bench.core.Corpus) for both:
 `--items` memories go in through `Ultron.upload_batch` (500 per call) into one, and a sample of
 `--single` of them through `Ultron.upload`, one call each, into the other, the two interleaved chunk by
 chunk so that the machine's load drifts over both alike. Both go through the in-process SDK (the whole
@@ -32,7 +32,7 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     import psycopg
 
-    from ultron.bench import Corpus, _admin_url, _server
+    from ultron.bench.core import Corpus, _admin_url, _server
     from ultron.config import Settings
     from ultron.hub import Hub
     from ultron.memory.schemas import MAX_BATCH_ITEMS

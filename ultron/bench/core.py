@@ -27,6 +27,7 @@ import numpy as np
 import psycopg
 from sqlalchemy.engine import make_url
 
+from ultron.bench.progress import progress_bar
 from ultron.config import Settings
 from ultron.memory import fulltext
 from ultron.memory.schemas import UploadRequest
@@ -391,8 +392,6 @@ def run_benchmark(args: argparse.Namespace) -> int:
                 print(f"size {size}:", file=sys.stderr)
                 probe.fill_rate = bulk_fill(hub, actor.tenant_id, actor.agent_id, corpus, size, probe.stored)
             print("measuring (interleaved across sizes)...", file=sys.stderr)
-            from ultron.cli import progress_bar
-
             with progress_bar() as bar:
                 measure(probes, corpus, args.upload_probe, args.queries, progress=bar)
             print("exact phrases...", file=sys.stderr)

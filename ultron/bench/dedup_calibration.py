@@ -4,7 +4,7 @@ The hub merges an upload into an existing memory when their cosine is at or abov
 it lies in [SOFT, HARD), and stores a new memory below SOFT. Cosine scales differ between embedding
 models (multilingual-e5 puts unrelated texts near 0.8, DashScope v4 much lower), so the thresholds must
 be calibrated per model. This module does that against a labelled set of duplicate / distinct pairs
-shipped with the package (`ultron/memory/data/dedup_calibration.jsonl`, see docs/embeddings.md).
+shipped with the package (`ultron/bench/data/dedup_calibration.jsonl`, see docs/embeddings.md).
 
 Cosine alone cannot tell "No module named pandas / pip install pandas" from the same sentence about numpy
 (multilingual-e5 puts them at 0.97), so an automatic merge also needs a *gate*: the two texts' distinguishing
@@ -65,7 +65,7 @@ class _Embedder(Protocol):
 
 def default_path() -> Path:
     """The calibration set shipped inside the package."""
-    return Path(str(resources.files("ultron.memory").joinpath("data", DATA_FILE)))
+    return Path(str(resources.files("ultron.bench").joinpath("data", DATA_FILE)))
 
 
 def split_of(pair: dict[str, Any]) -> str:

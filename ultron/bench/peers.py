@@ -373,7 +373,7 @@ def run(
 ) -> list[dict[str, Any]]:
     import psycopg
 
-    from ultron.bench import Corpus, _admin_url, bulk_fill
+    from ultron.bench.core import Corpus, _admin_url, bulk_fill
     from ultron.config import Settings
     from ultron.hub import Hub
     from ultron.memory.text import embedding_text
@@ -441,7 +441,7 @@ def run_command(args: argparse.Namespace) -> int:
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     if not sizes or min(sizes) < 1 or args.uploads < 1 or args.searches < 1:
         raise ValueError("--sizes needs positive sizes, --uploads and --searches positive numbers")
-    from ultron.bench import _server
+    from ultron.bench.core import _server
 
     with _server(args.database_url) as server:
         rows = run(

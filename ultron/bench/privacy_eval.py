@@ -1,6 +1,6 @@
 """Precision and recall of the redactor on the labelled corpus, plus throughput.
 
-    python -m ultron.privacy.evaluate [--corpus PATH] [--repeat N] [--redact-uuids]
+    python -m ultron.bench.privacy_eval [--corpus PATH] [--repeat N] [--redact-uuids]
 
 Recall: a planted value counts as found when it is gone from the output (no 16-character piece of a long
 value is left either) and the placeholder of its type is there. Precision: a finding counts as right
@@ -303,7 +303,7 @@ def _row(name: str, s: TypeScore) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m ultron.privacy.evaluate", description=__doc__.split("\n")[0]
+        prog="python -m ultron.bench.privacy_eval", description=__doc__.split("\n")[0]
     )
     parser.add_argument("--corpus", type=Path, default=None, help=f"JSONL corpus (default: {DEFAULT_CORPUS})")
     parser.add_argument("--repeat", type=int, default=3, help="timed passes over the corpus (0 skips timing)")

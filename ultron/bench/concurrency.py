@@ -2,7 +2,7 @@
 
 The real app under uvicorn in its own process (so the clients' threads do not share its interpreter),
 on a fresh database of an embedded server; N agents, each with its own key, upload distinct synthetic
-memories (ultron.bench.Corpus) one request at a time. Phases run one agent, then N, then one again (the
+memories (ultron.bench.core.Corpus) one request at a time. Phases run one agent, then N, then one again (the
 machine's load drifts; the single-agent figure is the mean of the two). The ratio, not the absolute
 rate, is the figure: aggregate throughput with N agents over one agent's.
 """
@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
     import httpx
     import psycopg
 
-    from ultron.bench import Corpus, _admin_url, _pct, _server
+    from ultron.bench.core import Corpus, _admin_url, _pct, _server
     from ultron.config import Settings
     from ultron.hub import Hub
     from ultron.tenancy import create_agent

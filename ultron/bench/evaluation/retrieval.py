@@ -25,6 +25,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
+from ultron.bench.progress import progress_bar
+
 if TYPE_CHECKING:  # loaded by the command, not by the CLI's parser
     from ultron.config import Settings
 
@@ -222,11 +224,11 @@ def run_eval(
 
 def main(args: argparse.Namespace) -> int:
     if getattr(args, "suite", "developer") == "conversations":
-        from ultron.evaluation.conversations import main as conversations_main
+        from ultron.bench.evaluation.conversations import main as conversations_main
 
         return conversations_main(args)
     if getattr(args, "suite", "developer") == "sweep":
-        from ultron.evaluation.sweep import main as sweep_main
+        from ultron.bench.evaluation.sweep import main as sweep_main
 
         return sweep_main(args)
     from ultron.config import Settings
@@ -242,8 +244,6 @@ def main(args: argparse.Namespace) -> int:
             redaction_enabled=False,
             hit_flush_seconds=0,  # no hit is written during the run: every query sees the same ranking
         )
-        from ultron.cli import progress_bar
-
         with progress_bar() as bar:
             groups, info = run_eval(settings, data, progress=bar)
     if args.json:

@@ -70,7 +70,7 @@ def _configs(base: dict[str, Any], grid: list[dict[str, Any]]) -> Iterator[dict[
 
 
 def main(args: argparse.Namespace) -> int:
-    from ultron.evaluation import conversations, retrieval
+    from ultron.bench.evaluation import conversations, retrieval
     from ultron.hub import Hub
     from ultron.tenancy import local_actor
 

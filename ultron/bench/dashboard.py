@@ -1,6 +1,6 @@
 """`ultron dashboard-bench`: API and page-load times of the dashboard at a given number of memories.
 
-A throw-away hub on a fresh embedded database is bulk-filled (ultron/bench.py's COPY loader), its tiers
+A throw-away hub on a fresh embedded database is bulk-filled (ultron/bench/core.py's COPY loader), its tiers
 and hit counts spread as a used hub's are (10 % hot, 40 % warm, the rest cold; Zipf-like hits), its
 memories put into heavy-tailed knowledge clusters with skills on the largest, then:
 API timings are taken over HTTP on loopback (median and p95 of `--repeat` calls), and page loads in
@@ -172,7 +172,7 @@ def time_api(url: str, repeat: int) -> list[tuple[str, float, float, int]]:
 def time_pages(url: str, repeat: int, shots: Path | None = None) -> list[tuple[str, float, float]]:
     from playwright.sync_api import sync_playwright
 
-    from ultron.web.screenshots import VIEWPORT, launch
+    from ultron.bench.screenshots import VIEWPORT, launch
 
     rows = []
     with sync_playwright() as p:
@@ -204,7 +204,7 @@ def time_pages(url: str, repeat: int, shots: Path | None = None) -> list[tuple[s
 
 def run(args: argparse.Namespace, settings: Any) -> int:
     from ultron.api.app import create_app
-    from ultron.bench import Corpus, bulk_fill
+    from ultron.bench.core import Corpus, bulk_fill
     from ultron.config import Settings
     from ultron.hub import Hub
     from ultron.tenancy import local_actor

@@ -129,9 +129,9 @@ def screenshots(base_url: str, out: Path, api_key: str | None, search_query: str
 def demo_screenshots(out: Path, settings: Any, search_query: str) -> list[Path]:
     """A fresh embedded database with demo data, served on loopback, photographed, thrown away."""
     from ultron.api.app import create_app
+    from ultron.bench.demo import seed_demo, spread_days
     from ultron.config import Settings
     from ultron.hub import Hub
-    from ultron.web.demo import seed_demo, spread_days
     from ultron.web.serve import LiveServer
 
     data_dir = Path(tempfile.mkdtemp(prefix="ultron-demo-"))

@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 
 import psycopg
 
-from ultron.bench import _admin_url, _server
+from ultron.bench.core import _admin_url, _server
 from ultron.config import Settings
 from ultron.ingestion.formats import parse_session
 from ultron.ingestion.paths import BATCH_FILES

@@ -326,7 +326,7 @@ def format_report(out: dict[str, Any]) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
-    from ultron.evaluation.retrieval import scratch_database
+    from ultron.bench.evaluation.retrieval import scratch_database
 
     turns, questions = load_set(Path(args.set) if args.set else DEFAULT_SET)
     with scratch_database(args.database_url) as url:

@@ -341,7 +341,7 @@ def format_report(rows: list[dict[str, Any]], dimension: int, shared_buffers: st
 
 
 def _open(server: str, name: str, dimension: int) -> tuple[Any, Any, uuid.UUID]:
-    from ultron.bench import _admin_url
+    from ultron.bench.core import _admin_url
     from ultron.clusters.service import ClusterService
     from ultron.config import Settings
     from ultron.db.engine import open_database
@@ -376,7 +376,7 @@ def run(
     import psycopg
     from sqlalchemy import text
 
-    from ultron.bench import _admin_url
+    from ultron.bench.core import _admin_url
 
     sizes = sorted(sizes)
     warmup = max(5, probes // 10) if warmup is None else warmup
@@ -422,12 +422,12 @@ def run(
 def run_command(args: argparse.Namespace) -> int:
     import psycopg
 
-    from ultron.bench import _admin_url
+    from ultron.bench.core import _admin_url
 
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     if not sizes or min(sizes) < 1 or args.probes < 1 or args.members < 1:
         raise ValueError("--sizes needs positive cluster counts, --probes and --members positive numbers")
-    from ultron.bench import _server
+    from ultron.bench.core import _server
 
     with _server(args.database_url, shared_buffers=SERVER_SETTINGS["shared_buffers"]) as server:
         with psycopg.connect(_admin_url(server)) as conn:
