@@ -12,8 +12,8 @@ from ultron.db.vectors import Profile, dedup_thresholds, ensure_profile
 from ultron.memory import fulltext
 from ultron.memory.hits import HitBuffer
 from ultron.memory.service import MemoryService
-from ultron.ops.metrics import InstrumentedChat, InstrumentedEmbedder
 from ultron.providers.base import Embedder
+from ultron.providers.instrumented import InstrumentedChat, InstrumentedEmbedder
 
 log = logging.getLogger(__name__)
 
@@ -58,8 +58,8 @@ def build_embedder(settings: Settings) -> Embedder:
 
 
 def build_intelligence(settings: Settings) -> Any:
+    from ultron.memory.intelligence import MemoryIntelligence
     from ultron.providers.factory import make_chat
-    from ultron.providers.intelligence import MemoryIntelligence
 
     provider = settings.llm_provider
     api_key = _secret(settings.llm_api_key)

@@ -30,8 +30,10 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # start-up: loaded when the command runs, not when the CLI builds its parser
     import psycopg
 
+    # start-up: loaded when the command runs, not when the CLI builds its parser
     from ultron.bench.core import Corpus, _admin_url, _server
     from ultron.config import Settings
     from ultron.hub import Hub

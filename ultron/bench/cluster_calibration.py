@@ -31,6 +31,9 @@ from typing import Any
 import numpy as np
 
 from ultron.clusters.service import CORE_MARGIN, PROBE_CANDIDATES, join_score, unit
+from ultron.config import Settings
+from ultron.hub import build_embedder
+from ultron.memory.text import embedding_text
 
 TOPICS_PATH = Path(__file__).parent / "data" / "cluster_topics.jsonl"
 # Six more topics, written after the thresholds were chosen and never used to choose them.
@@ -48,8 +51,6 @@ def load_topics(path: Path | None = None) -> list[dict[str, str]]:
 
 
 def embed_topics(embedder: Any, rows: Sequence[dict[str, str]]) -> np.ndarray:
-    from ultron.memory.text import embedding_text
-
     texts = [embedding_text(r["content"], r.get("context", ""), r.get("resolution", "")) for r in rows]
     return np.asarray([unit(v) for v in embedder.embed(texts, kind="document")])
 
@@ -163,9 +164,6 @@ def _grid(spec: str | None, current: float) -> list[float]:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    from ultron.config import Settings
-    from ultron.hub import build_embedder
-
     overrides = {"embedding_provider": args.embedding_provider} if args.embedding_provider else {}
     settings = Settings(**overrides)  # type: ignore[arg-type]
     topics = [row for path in SETS[args.set] for row in load_topics(path)]

@@ -51,6 +51,7 @@ SERVER_SETTINGS = {"shared_buffers": "1GB"}
 
 
 def _units(rng: np.random.Generator, n: int, dimension: int) -> np.ndarray:
+    # start-up: loaded when the command runs, not when the CLI builds its parser
     import numpy as np
 
     v = rng.standard_normal((n, dimension)).astype(np.float32)
@@ -59,6 +60,7 @@ def _units(rng: np.random.Generator, n: int, dimension: int) -> np.ndarray:
 
 def centroids(size: int, dimension: int, seed: int = SEED) -> Any:
     """The centroids of a database of `size`, in batches; the first TARGETS are the same for all sizes."""
+    # start-up: loaded when the command runs, not when the CLI builds its parser
     import numpy as np
 
     rng = np.random.default_rng(seed)
@@ -71,6 +73,7 @@ def centroids(size: int, dimension: int, seed: int = SEED) -> Any:
 
 def probe_vectors(count: int, dimension: int, targets: np.ndarray, seed: int = SEED + 1) -> list[np.ndarray]:
     """Alternately a vector at cosine JOIN_COSINE from a random target centroid and a random one."""
+    # start-up: loaded when the command runs, not when the CLI builds its parser
     import numpy as np
 
     rng = np.random.default_rng(seed)
@@ -111,14 +114,17 @@ class Size:
     start_ms: list[float] = field(default_factory=list)
 
     def _params(self, vector: np.ndarray) -> dict[str, Any]:
+        # start-up: loaded when the command runs, not when the CLI builds its parser
         from ultron.clusters.service import PROBE_CANDIDATES
 
         return {"tenant_id": self.tenant_id, "v": vector, "limit": PROBE_CANDIDATES}
 
     def assign(self, index: int, vector: np.ndarray, record: bool) -> None:
         """One assignment as an upload makes it, timed first: nothing has probed this vector before it."""
+        # start-up: loaded when the command runs, not when the CLI builds its parser
         from sqlalchemy import text
 
+        # start-up: loaded when the command runs, not when the CLI builds its parser
         from ultron.db.queries import q
 
         # This backend's update counters (they also hold earlier transactions not yet flushed to the
@@ -167,8 +173,10 @@ class Size:
         """The reference implementation: every cluster's mean compared with the vector, no index. Timed in
         a pass of its own, after the assignments: a scan of 100k rows would evict from the CPU caches what
         the next assignment reads, and charge the index for the reference's cost."""
+        # start-up: loaded when the command runs, not when the CLI builds its parser
         from sqlalchemy import text
 
+        # start-up: loaded when the command runs, not when the CLI builds its parser
         from ultron.db.queries import q
 
         with self.db.session() as s:
@@ -182,8 +190,10 @@ def _fill(
     db: Any, tenant_id: uuid.UUID, size: int, dimension: int, memories: int, members: int = MEMBERS
 ) -> float:
     """COPY `size` clusters in, then build the HNSW index and analyze; insert the probes' memories."""
+    # start-up: loaded when the command runs, not when the CLI builds its parser
     import numpy as np
 
+    # start-up: loaded when the command runs, not when the CLI builds its parser
     from ultron.db.vectors import HNSW_EF_CONSTRUCTION, HNSW_M
 
     start = time.perf_counter()
@@ -341,6 +351,7 @@ def format_report(rows: list[dict[str, Any]], dimension: int, shared_buffers: st
 
 
 def _open(server: str, name: str, dimension: int) -> tuple[Any, Any, uuid.UUID]:
+    # start-up: loaded when the command runs, not when the CLI builds its parser
     from ultron.bench.core import _admin_url
     from ultron.clusters.service import ClusterService
     from ultron.config import Settings
@@ -373,9 +384,11 @@ def run(
     members: int = MEMBERS,
 ) -> list[dict[str, Any]]:
     """Fill one scratch database per size on `server`, run the interleaved probes, drop the databases."""
+    # start-up: loaded when the command runs, not when the CLI builds its parser
     import psycopg
     from sqlalchemy import text
 
+    # start-up: loaded when the command runs, not when the CLI builds its parser
     from ultron.bench.core import _admin_url
 
     sizes = sorted(sizes)
@@ -420,8 +433,10 @@ def run(
 
 
 def run_command(args: argparse.Namespace) -> int:
+    # start-up: loaded when the command runs, not when the CLI builds its parser
     import psycopg
 
+    # start-up: loaded when the command runs, not when the CLI builds its parser
     from ultron.bench.core import _admin_url
 
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]

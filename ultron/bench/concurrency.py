@@ -50,6 +50,7 @@ def _free_port() -> int:
 
 def _phase(url: str, keys: list[str], items: list[dict[str, str]]) -> tuple[float, list[float]]:
     """Upload `items` spread over one thread per key; (seconds, per-request latencies)."""
+    # start-up: loaded when the command runs, not when the CLI builds its parser
     import httpx
 
     latencies: list[float] = []
@@ -80,9 +81,11 @@ def _phase(url: str, keys: list[str], items: list[dict[str, str]]) -> tuple[floa
 
 
 def run(args: argparse.Namespace) -> int:
+    # start-up: loaded when the command runs, not when the CLI builds its parser
     import httpx
     import psycopg
 
+    # start-up: loaded when the command runs, not when the CLI builds its parser
     from ultron.bench.core import Corpus, _admin_url, _pct, _server
     from ultron.config import Settings
     from ultron.hub import Hub

@@ -25,14 +25,19 @@ from typing import Any
 
 import numpy as np
 import psycopg
+from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
 from ultron.bench.progress import progress_bar
 from ultron.config import Settings
+from ultron.db.embedded import start_embedded, stop_embedded
+from ultron.db.vectors import create_vector_index, drop_vector_index
+from ultron.hub import Hub
 from ultron.memory import fulltext
 from ultron.memory.schemas import UploadRequest
 from ultron.memory.service import content_hash
 from ultron.memory.text import MEMORY_TYPES, embedding_text
+from ultron.tenancy import local_actor
 
 SEARCH_LIMIT = 10
 # Stored memories whose five-word phrases probe exact-phrase findability, per size.
@@ -102,7 +107,6 @@ def bulk_fill(  # type: ignore[no-untyped-def]
 
     `keep`, when given, receives (content_hash, content) of an evenly spread sample of what was stored."""
     stride = max(1, count // PHRASE_SAMPLE)
-    from ultron.db.vectors import create_vector_index, drop_vector_index
 
     start = time.perf_counter()
     raw = hub.db.engine.raw_connection()
@@ -230,7 +234,6 @@ class Probe:
     def phrases(self, corpus: Corpus, count: int) -> None:
         """Exact-phrase findability: five consecutive words of a stored memory, searched; is it in the top
         10? Counted over the phrases that memory alone holds (most; a phrase of common words may recur)."""
-        from sqlalchemy import text
 
         for content_hash_, content in self.stored[:count]:
             words = content.split()
@@ -345,7 +348,6 @@ def _server(database_url: str | None, *, shared_buffers: str | None = None) -> I
     if database_url:
         yield database_url
         return
-    from ultron.db.embedded import start_embedded, stop_embedded
 
     data_dir = Path(tempfile.mkdtemp(prefix="ultron-bench-"))
     data_dir.chmod(0o755)
@@ -364,9 +366,6 @@ def _admin_url(url: str, database: str | None = None) -> str:
 
 
 def run_benchmark(args: argparse.Namespace) -> int:
-    from ultron.hub import Hub
-    from ultron.tenancy import local_actor
-
     sizes = sorted(int(s) for s in args.sizes.split(","))
     corpus = Corpus()
     run_id = uuid.uuid4().hex[:8]

@@ -22,6 +22,15 @@ from typing import Any
 import httpx
 from sqlalchemy import text
 
+from ultron.api.app import create_app
+from ultron.bench.core import Corpus, bulk_fill
+from ultron.bench.screenshots import VIEWPORT, launch
+from ultron.config import Settings
+from ultron.db.vectors import drop_vector_index
+from ultron.hub import Hub
+from ultron.tenancy import local_actor
+from ultron.web.serve import LiveServer
+
 API_CASES = (
     ("list, first page (50)", "/api/dashboard/memories?limit=50"),
     ("list, page 2 by cursor", "CURSOR"),
@@ -51,8 +60,6 @@ SKILLS = 200
 
 def spread_usage(hub: Any) -> None:
     """Tiers and hits as a hub in use has them, so the map and the 'most used' sort have work to do."""
-    from ultron.db.vectors import drop_vector_index
-
     with hub.db.session() as s:
         # Rewriting 100k rows under the HNSW graph costs 100k graph inserts; and no dashboard read uses
         # the graph (the playground's search is not timed here), so it is dropped, not rebuilt.
@@ -172,8 +179,6 @@ def time_api(url: str, repeat: int) -> list[tuple[str, float, float, int]]:
 def time_pages(url: str, repeat: int, shots: Path | None = None) -> list[tuple[str, float, float]]:
     from playwright.sync_api import sync_playwright
 
-    from ultron.bench.screenshots import VIEWPORT, launch
-
     rows = []
     with sync_playwright() as p:
         browser = launch(p)
@@ -203,13 +208,6 @@ def time_pages(url: str, repeat: int, shots: Path | None = None) -> list[tuple[s
 
 
 def run(args: argparse.Namespace, settings: Any) -> int:
-    from ultron.api.app import create_app
-    from ultron.bench.core import Corpus, bulk_fill
-    from ultron.config import Settings
-    from ultron.hub import Hub
-    from ultron.tenancy import local_actor
-    from ultron.web.serve import LiveServer
-
     data_dir = Path(tempfile.mkdtemp(prefix="ultron-dashbench-"))
     data_dir.chmod(0o755)
     bench_settings = Settings.model_validate(

@@ -14,6 +14,7 @@ from sqlalchemy import text
 
 from ultron.memory.schemas import MemoryPatch, UploadRequest
 from ultron.tenancy import Actor, authenticate, create_agent
+from ultron.trajectory.pipeline import process_pending
 
 DEMO_MEMORIES: list[dict[str, Any]] = [
     {
@@ -341,7 +342,6 @@ def _seed_import(hub: Any, actor: Actor) -> None:
     ingestion = getattr(hub, "ingestion", None)
     if ingestion is None:
         return
-    from ultron.trajectory.pipeline import process_pending
 
     with hub.db.session() as s:
         job = ingestion.imports.start(s, actor, "text", "team-chats.txt", DEMO_CHATS.encode())

@@ -20,9 +20,12 @@ import psycopg
 
 from ultron.bench.core import _admin_url, _server
 from ultron.config import Settings
+from ultron.hub import Hub
 from ultron.ingestion.formats import parse_session
 from ultron.ingestion.paths import BATCH_FILES
 from ultron.ingestion.schemas import IngestFile
+from ultron.tenancy import local_actor
+from ultron.trajectory.pipeline import process_pending
 
 TOOLS = ["shell", "pytest", "edit_file", "kubectl", "git"]
 GOALS = [
@@ -94,10 +97,6 @@ def _parse_rate(files: list[IngestFile]) -> float:
 
 
 def run_ingest_benchmark(args: argparse.Namespace) -> int:
-    from ultron.hub import Hub
-    from ultron.tenancy import local_actor
-    from ultron.trajectory.pipeline import process_pending
-
     big = [IngestFile("big-session.jsonl", synthetic_session(args.messages, seed=1))]
     small = [
         IngestFile(f"small/run-{i:04d}.jsonl", synthetic_session(args.file_messages, seed=100 + i))

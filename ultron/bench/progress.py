@@ -10,6 +10,7 @@ class _Bar:
     """A rich progress bar on stderr, one task per label; a plain callback `(done, total, what)`."""
 
     def __init__(self) -> None:
+        # start-up: rich loads when a bar starts, not when the CLI builds its parser
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import math
 import random
+import shutil
 import statistics
 import sys
 import tempfile
@@ -23,9 +24,15 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import psycopg
 from sqlalchemy import text
+from sqlalchemy.engine import make_url
 
 from ultron.config import Settings
+from ultron.db.vectors import create_vector_index, drop_vector_index
+from ultron.hub import Hub
+from ultron.tenancy import ensure_tenant
+from ultron.worker.rebalance import rebalance_tenant
 
 COPY_COLUMNS = (
     "tenant_id, memory_type, content, content_hash, search_tsv, embedding, hit_count, last_hit_at, "
@@ -40,9 +47,6 @@ AGING = 0.005
 
 
 def _settings(args: argparse.Namespace) -> Iterator[Settings]:
-    import psycopg
-    from sqlalchemy.engine import make_url
-
     if args.database_url:
         name = f"ultron_rebalance_{uuid.uuid4().hex[:8]}"
         admin = make_url(args.database_url).set(drivername="postgresql").render_as_string(hide_password=False)
@@ -60,8 +64,6 @@ def _settings(args: argparse.Namespace) -> Iterator[Settings]:
     try:
         yield Settings(data_dir=data_dir, embedding_provider="hash", embedding_dimension=args.dimension)
     finally:
-        import shutil
-
         shutil.rmtree(data_dir, ignore_errors=True)
 
 
@@ -83,7 +85,6 @@ def _population(count: int, rng: random.Random, hot_pct: float, warm_pct: float)
 
 def load(hub, tenant_id: uuid.UUID, count: int, rng: random.Random, dimension: int) -> float:  # type: ignore[no-untyped-def]
     """COPY `count` memories with the HNSW index dropped (rebuilt by `index`)."""
-    from ultron.db.vectors import drop_vector_index
 
     now = datetime.now(UTC)
     st = hub.settings
@@ -125,7 +126,6 @@ def load(hub, tenant_id: uuid.UUID, count: int, rng: random.Random, dimension: i
 
 def index(hub, *, hnsw: bool = True) -> float:  # type: ignore[no-untyped-def]
     """Build the HNSW index, then VACUUM ANALYZE (frees the first rebalance's old row versions)."""
-    from ultron.db.vectors import create_vector_index
 
     start = time.perf_counter()
     raw = hub.db.engine.raw_connection()
@@ -174,7 +174,6 @@ def churn(hub, tenant_id: uuid.UUID) -> None:  # type: ignore[no-untyped-def]
 
 
 def timed_rebalance(hub, tenant_id: uuid.UUID) -> tuple[float, dict[str, int]]:  # type: ignore[no-untyped-def]
-    from ultron.worker.rebalance import rebalance_tenant
 
     start = time.perf_counter()
     with hub.db.session() as session:
@@ -185,7 +184,6 @@ def timed_rebalance(hub, tenant_id: uuid.UUID) -> tuple[float, dict[str, int]]: 
 def _tuned(hub, settings: Settings):  # type: ignore[no-untyped-def]
     """The embedded server with a production-like memory setting (its default shared_buffers is 128 MB,
     smaller than a million memories), restarted to apply it."""
-    from ultron.hub import Hub
 
     raw = hub.db.engine.raw_connection()
     try:
@@ -204,9 +202,6 @@ def _tuned(hub, settings: Settings):  # type: ignore[no-untyped-def]
 
 
 def run(args: argparse.Namespace) -> int:
-    from ultron.hub import Hub
-    from ultron.tenancy import ensure_tenant
-
     sizes = sorted(int(s) for s in args.sizes.split(","))
     rng = random.Random(11)
     lines = []

@@ -14,6 +14,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from ultron.api.app import create_app
+from ultron.bench.demo import seed_demo, spread_days
+from ultron.config import Settings
+from ultron.hub import Hub
+from ultron.web.serve import LiveServer
+
 CHROMIUM_ARGS = [
     "--headless",
     "--no-sandbox",
@@ -128,12 +134,6 @@ def screenshots(base_url: str, out: Path, api_key: str | None, search_query: str
 
 def demo_screenshots(out: Path, settings: Any, search_query: str) -> list[Path]:
     """A fresh embedded database with demo data, served on loopback, photographed, thrown away."""
-    from ultron.api.app import create_app
-    from ultron.bench.demo import seed_demo, spread_days
-    from ultron.config import Settings
-    from ultron.hub import Hub
-    from ultron.web.serve import LiveServer
-
     data_dir = Path(tempfile.mkdtemp(prefix="ultron-demo-"))
     data_dir.chmod(0o755)
     demo_settings = Settings.model_validate(

@@ -88,6 +88,7 @@ def _initialize(argv: list[str], env: dict[str, str], label: str) -> float:
 
 def _start_hub(data_dir: Path, port: int, env: dict[str, str]) -> tuple[subprocess.Popen[str], list[str]]:
     """`ultron serve` on a fresh data dir; the lines it printed by the time /health answers."""
+    # start-up: loaded when the command runs, not when the CLI builds its parser
     import httpx
 
     log = data_dir.parent / "serve.log"
@@ -114,8 +115,10 @@ def _start_hub(data_dir: Path, port: int, env: dict[str, str]) -> tuple[subproce
 
 
 def run(args: argparse.Namespace) -> int:
+    # start-up: loaded when the command runs, not when the CLI builds its parser
     import httpx
 
+    # start-up: loaded when the command runs, not when the CLI builds its parser
     from ultron.web.serve import free_port
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("ULTRON_")}

@@ -14,8 +14,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ultron.api.errors import ErrorBody
 from ultron.db.migrate import current_revision, head_revision
-from ultron.ops import metrics
-from ultron.ops.logs import new_request_id, request_id_var
+from ultron.observability import metrics
+from ultron.observability.logs import new_request_id, request_id_var
 
 access_log = logging.getLogger("ultron.access")
 

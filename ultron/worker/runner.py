@@ -33,7 +33,7 @@ from sqlalchemy.engine import make_url
 
 from ultron.db.models import WorkerProcess, WorkerRun
 from ultron.db.queries import q
-from ultron.ops.metrics import record_worker_step
+from ultron.observability.metrics import record_worker_step
 from ultron.worker import queues
 from ultron.worker.consolidate import ConsolidationCounts, Consolidator
 from ultron.worker.queues import EXTRACT, SCORE, SEGMENT, Leased, LeasePolicy, Queue

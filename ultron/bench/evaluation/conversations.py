@@ -30,7 +30,12 @@ from uuid import UUID
 
 import numpy as np
 
+from ultron.bench.evaluation.retrieval import scratch_database
 from ultron.config import Settings
+from ultron.hub import Hub
+from ultron.memory.fulltext import _get_jieba
+from ultron.memory.schemas import UploadRequest
+from ultron.tenancy import local_actor
 
 DEFAULT_SET = Path(__file__).parent / "data" / "conversations.jsonl"
 KS = (1, 5, 10)
@@ -134,8 +139,6 @@ _CJK = re.compile(r"[\u3400-\u9fff]")
 def bm25_tokens(text: str) -> list[str]:
     text = text.lower()
     if _CJK.search(text):
-        from ultron.memory.fulltext import _get_jieba
-
         return [t for piece in _get_jieba().cut(text) for t in _WORD.findall(piece)]
     return _WORD.findall(text)
 
@@ -180,8 +183,6 @@ def dense_ranker(embedder: Any, docs: Sequence[str]) -> Callable[[str, int], lis
 
 def upload_turns(hub: Any, actor: Any, turns: Sequence[Turn]) -> dict[UUID, set[str]]:
     """Every turn through MemoryService.upload (the real path: dedup may merge turns); memory -> turn ids."""
-    from ultron.memory.schemas import UploadRequest
-
     extra_fields = set(UploadRequest.model_fields)
     held: dict[UUID, set[str]] = defaultdict(set)
     for start in range(0, len(turns), 25):
@@ -235,9 +236,6 @@ def load_hub(hub: Any, actor: Any, turns: Sequence[Turn]) -> dict[UUID, set[str]
 
 
 def run(settings: Settings, turns: list[Turn], questions: list[Question]) -> dict[str, Any]:
-    from ultron.hub import Hub
-    from ultron.tenancy import local_actor
-
     hub = Hub.open(settings)
     try:
         with hub.db.session() as session:
@@ -326,8 +324,6 @@ def format_report(out: dict[str, Any]) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
-    from ultron.bench.evaluation.retrieval import scratch_database
-
     turns, questions = load_set(Path(args.set) if args.set else DEFAULT_SET)
     with scratch_database(args.database_url) as url:
         settings = Settings(

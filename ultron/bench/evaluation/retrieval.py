@@ -131,6 +131,7 @@ def format_table(groups: dict[str, Scores]) -> str:
 @contextmanager
 def scratch_database(database_url: str | None) -> Iterator[str]:
     """A new database for one run, on the given server or a fresh embedded one; dropped afterwards."""
+    # start-up: loaded when the command runs, not when the CLI builds its parser
     import psycopg
     from sqlalchemy.engine import make_url
 
@@ -138,6 +139,7 @@ def scratch_database(database_url: str | None) -> Iterator[str]:
     if database_url:
         server = database_url
     else:
+        # start-up: loaded when the command runs, not when the CLI builds its parser
         from ultron.db.embedded import start_embedded
 
         data_dir = Path(tempfile.mkdtemp(prefix="ultron-eval-"))
@@ -155,6 +157,7 @@ def scratch_database(database_url: str | None) -> Iterator[str]:
                 conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
     finally:
         if data_dir is not None:
+            # start-up: loaded when the command runs, not when the CLI builds its parser
             from ultron.db.embedded import stop_embedded
 
             stop_embedded(data_dir)
@@ -165,6 +168,7 @@ def load_memories(
     hub: Any, actor: Any, memories: Sequence[dict[str, Any]], progress: Any = None
 ) -> dict[UUID, str]:
     """Each memory through the upload pipeline (redaction, type, summaries, embedding), never merged."""
+    # start-up: loaded when the command runs, not when the CLI builds its parser
     from ultron.memory.schemas import UploadRequest
 
     ids: dict[UUID, str] = {}
@@ -187,6 +191,7 @@ def load_memories(
 def run_eval(
     settings: Settings, data: EvalSet, progress: Any = None
 ) -> tuple[dict[str, Scores], dict[str, Any]]:
+    # start-up: loaded when the command runs, not when the CLI builds its parser
     from ultron.hub import Hub
     from ultron.tenancy import local_actor
 
@@ -224,10 +229,12 @@ def run_eval(
 
 def main(args: argparse.Namespace) -> int:
     if getattr(args, "suite", "developer") == "conversations":
+        # start-up: loaded when the command runs, not when the CLI builds its parser
         from ultron.bench.evaluation.conversations import main as conversations_main
 
         return conversations_main(args)
     if getattr(args, "suite", "developer") == "sweep":
+        # start-up: loaded when the command runs, not when the CLI builds its parser
         from ultron.bench.evaluation.sweep import main as sweep_main
 
         return sweep_main(args)

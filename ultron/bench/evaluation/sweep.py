@@ -17,7 +17,10 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
+from ultron.bench.evaluation import conversations, retrieval
 from ultron.config import Settings
+from ultron.hub import Hub
+from ultron.tenancy import local_actor
 
 # The grid: fusion form and its weights first; phrase and neighbour credit, then the relevance floor.
 FUSION_GRID: list[dict[str, Any]] = [
@@ -70,10 +73,6 @@ def _configs(base: dict[str, Any], grid: list[dict[str, Any]]) -> Iterator[dict[
 
 
 def main(args: argparse.Namespace) -> int:
-    from ultron.bench.evaluation import conversations, retrieval
-    from ultron.hub import Hub
-    from ultron.tenancy import local_actor
-
     provider = args.embedding_provider or "local"
     turns, questions = conversations.load_set()
     dev = retrieval.load_set()

@@ -1,14 +1,18 @@
 """Command line of ingestion and the Trajectory Hub: `ultron ingest`, `ultron import`, `ultron trajectory`,
-`ultron bench-ingest`. Added to the parser by ultron/cli.py's build_parser."""
+`ultron bench-ingest`. Added to the parser by ultron/cli/__init__.py's build_parser."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
+import ultron.cli as cli
+from ultron.bench.progress import progress
 from ultron.ingestion.kinds import IMPORT_KINDS
 
 if TYPE_CHECKING:  # the schemas (pydantic models) load when a command runs, not to build the parser
@@ -17,15 +21,9 @@ if TYPE_CHECKING:  # the schemas (pydantic models) load when a command runs, not
 AddOptions = Callable[[argparse.ArgumentParser], None]
 
 
-def _cli() -> Any:
-    import ultron.cli as cli
-
-    return cli
-
-
 def _local(args: argparse.Namespace) -> Any:
     """The in-process backend (its hub and an existing acting agent), for `--local` runs."""
-    return _cli()._local_backend(args)
+    return cli._local_backend(args)
 
 
 CHUNK_FILES = 25  # files per request from the CLI, so the bar moves on a few hundred files
@@ -47,6 +45,7 @@ def _print_ingest(result: IngestResult) -> None:
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
+    # start-up: loaded when the command runs, not when the CLI builds its parser
     from ultron.ingestion.paths import expand_paths, ingest_paths
 
     expansion = expand_paths(args.paths)
@@ -54,10 +53,11 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         skipped = f" ({len(expansion.skipped)} hidden or linked entries skipped)" if expansion.skipped else ""
         print(f"error: no session files (*.jsonl) under {' '.join(args.paths)}{skipped}", file=sys.stderr)
         return 1
-    with _cli()._sdk(args) as client, _cli().progress_bar() as bar:
+    with cli._sdk(args) as client, cli.progress_bar() as bar:
         total = len(expansion.files)
         sent = 0
 
+        # start-up: loaded when the command runs, not when the CLI builds its parser
         from ultron.ingestion.schemas import IngestResult
 
         def send(files: list[IngestFile]) -> IngestResult:
@@ -75,7 +75,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         bar(0, total, "ingest")
         result = ingest_paths(send, args.paths)
     if args.json:
-        _cli()._print_json(result.model_dump(mode="json"))
+        cli._print_json(result.model_dump(mode="json"))
     else:
         _print_ingest(result)
         for error in result.errors:
@@ -91,7 +91,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 
 def _show_progress(status: ImportStatus) -> None:
-    _cli()._progress(status.done + status.failed, status.total, f"import {status.kind}")
+    progress(status.done + status.failed, status.total, f"import {status.kind}")
 
 
 def _print_status(status: ImportStatus) -> None:
@@ -102,10 +102,8 @@ def _print_status(status: ImportStatus) -> None:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    if _cli().hub_url(args) is not None:
-        import time
-
-        with _cli()._sdk(args) as client, _cli().progress_bar() as bar:
+    if cli.hub_url(args) is not None:
+        with cli._sdk(args) as client, cli.progress_bar() as bar:
             status = client.import_history(args.kind, args.path, wait=False)
             while status.status == "running":
                 bar(status.done + status.failed, status.total, f"import {status.kind}")
@@ -113,8 +111,6 @@ def cmd_import(args: argparse.Namespace) -> int:
                 status = client.import_status(status.id)
             bar(status.done + status.failed, status.total, f"import {status.kind}")
     else:
-        from pathlib import Path
-
         backend = _local(args)
         try:
             data = Path(args.path).expanduser().read_bytes()
@@ -122,7 +118,7 @@ def cmd_import(args: argparse.Namespace) -> int:
                 lambda s, a: backend.hub.ingestion.imports.start(s, a, args.kind, args.path, data)
             )
             print(f"import {status.id}: {status.total} conversations", file=sys.stderr)
-            with _cli().progress_bar() as bar:
+            with cli.progress_bar() as bar:
                 status = backend.hub.ingestion.imports.run(
                     backend.actor, status.id, progress=lambda st: bar(st.done + st.failed, st.total, "import")
                 )
@@ -137,9 +133,10 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def _import_action(args: argparse.Namespace) -> int:
+    # start-up: loaded when the command runs, not when the CLI builds its parser
     from ultron.ingestion.schemas import ReviewDecision
 
-    if _cli().hub_url(args) is not None:
+    if cli.hub_url(args) is not None:
         return _import_action_http(args)
     backend = _local(args)
     imports = backend.hub.ingestion.imports
@@ -156,7 +153,7 @@ def _import_action(args: argparse.Namespace) -> int:
             )
             if decision.approve or decision.discard:
                 outcome = backend._run(lambda s, a: imports.review(s, a, job_id, decision))
-                _cli()._print_json(outcome.model_dump(mode="json"))
+                cli._print_json(outcome.model_dump(mode="json"))
             items = backend._run(lambda s, a: imports.review_list(s, a, job_id, limit=args.limit))
             for item in items:
                 print(
@@ -177,9 +174,10 @@ def _import_action(args: argparse.Namespace) -> int:
 
 
 def _import_action_http(args: argparse.Namespace) -> int:
+    # start-up: loaded when the command runs, not when the CLI builds its parser
     from ultron.ingestion.schemas import ImportStatus, ReviewDecision
 
-    with _cli()._sdk(args) as client:
+    with cli._sdk(args) as client:
         if args.import_command == "list":
             for status in client.list_imports():
                 _print_status(status)
@@ -191,7 +189,7 @@ def _import_action_http(args: argparse.Namespace) -> int:
             )
             path = f"/imports/{UUID(args.id)}/review"
             if decision.approve or decision.discard:
-                _cli()._print_json(http._request("POST", path, json=decision.model_dump(mode="json")))
+                cli._print_json(http._request("POST", path, json=decision.model_dump(mode="json")))
             for item in http._request("GET", path, params={"limit": args.limit}):
                 print(
                     f"{item['item_id']}  {item.get('review_status') or item['status']:9}  "
@@ -208,14 +206,14 @@ def _import_action_http(args: argparse.Namespace) -> int:
 
 def cmd_trajectory(args: argparse.Namespace) -> int:
     if args.trajectory_command == "process":
-        with _cli()._sdk(args) as client:
-            _cli()._print_json(client.process_trajectories(args.limit))
+        with cli._sdk(args) as client:
+            cli._print_json(client.process_trajectories(args.limit))
         return 0
-    with _cli()._sdk(args) as client:
+    with cli._sdk(args) as client:
         if args.trajectory_command == "sessions":
             rows = client.list_sessions(limit=args.limit)
             if args.json:
-                _cli()._print_json([r.model_dump(mode="json") for r in rows])
+                cli._print_json([r.model_dump(mode="json") for r in rows])
             for r in [] if args.json else rows:
                 state = "pending" if r.needs_segmentation else "segmented"
                 print(
@@ -228,7 +226,7 @@ def cmd_trajectory(args: argparse.Namespace) -> int:
         session_id = UUID(args.session) if args.session else None
         segs = client.list_segments(session_id=session_id, stage=args.stage, limit=args.limit)
         if args.json:
-            _cli()._print_json([r.model_dump(mode="json") for r in segs])
+            cli._print_json([r.model_dump(mode="json") for r in segs])
             return 0
         for g in segs:
             score = "  -  " if g.score is None else f"{g.score:.3f}"
@@ -242,6 +240,7 @@ def cmd_trajectory(args: argparse.Namespace) -> int:
 
 
 def cmd_bench_ingest(args: argparse.Namespace) -> int:
+    # start-up: loaded when the command runs, not when the CLI builds its parser
     from ultron.bench.ingestion import run_ingest_benchmark
 
     return run_ingest_benchmark(args)

@@ -11,6 +11,7 @@ ORDERS = 10  # calibration.ORDERS
 
 
 def run_command(args: argparse.Namespace) -> int:
+    # start-up: loaded when the command runs, not when the CLI builds its parser
     from ultron.bench.cluster_calibration import run_command as run
 
     return run(args)

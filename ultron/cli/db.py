@@ -1,4 +1,4 @@
-"""`ultron db stop`: stop the embedded PostgreSQL server of a data dir (hooked into ultron/cli.py)."""
+"""`ultron db stop`: stop the embedded PostgreSQL server of a data dir (hooked into the CLI's parser)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Any
 
 
 def cmd_db_stop(args: argparse.Namespace) -> int:
+    # start-up: loaded when the command runs, not when the CLI builds its parser
     from ultron.config import Settings
     from ultron.db.embedded import force_stop, pgdata_dir
 

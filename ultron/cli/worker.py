@@ -9,6 +9,8 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import ultron.cli as cli
+
 if TYPE_CHECKING:
     from ultron.config import Settings
 
@@ -26,9 +28,8 @@ def add_parsers(
     p.add_argument(
         "--decay-interval-hours", dest="decay_interval_hours", type=float, help="hours between full cycles"
     )
-    from ultron.cli import _add_remote  # status reads the running hub (--local: the database)
 
-    _add_remote(p)
+    cli._add_remote(p)  # status reads the running hub (--local: the database)
     p.set_defaults(func=lambda args: cmd_worker(args, settings_of(args)))
 
     p = sub.add_parser("bench-rebalance", help="time the tier rebalance statement at growing sizes")
@@ -45,8 +46,9 @@ def add_parsers(
 def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     if args.action == "status":
         return _print_status(args, as_json=args.json)
+    # start-up: loaded when the command runs, not when the CLI builds its parser
     from ultron.hub import Hub
-    from ultron.ops.logs import configure_logging
+    from ultron.observability.logs import configure_logging
     from ultron.worker.runner import Worker
 
     configure_logging(settings.log_level, settings.log_json)  # JSON lines like the API's
@@ -62,7 +64,8 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
                 print(f"{o.step:<12} {o.status:<12} {json.dumps(o.counts)}", *o.errors, sep="\n  ")
             return 1 if any(o.status == "failed" for o in outcomes) else 0
         if settings.metrics_port is not None:
-            from ultron.ops.metrics import serve
+            # start-up: loaded when the command runs, not when the CLI builds its parser
+            from ultron.observability.metrics import serve
 
             serve(settings.metrics_port)  # the worker has no HTTP API: a bare /metrics listener
         print(f"ultron worker {worker.id}  database: {hub.db.display_url()}", file=sys.stderr)
@@ -73,9 +76,7 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _print_status(args: argparse.Namespace, *, as_json: bool) -> int:
-    from ultron.cli import _sdk
-
-    with _sdk(args) as client:
+    with cli._sdk(args) as client:
         status = client.worker_status()
     if as_json:
         print(status.model_dump_json(indent=2))
@@ -102,6 +103,7 @@ def _print_status(args: argparse.Namespace, *, as_json: bool) -> int:
 
 
 def cmd_bench_rebalance(args: argparse.Namespace) -> int:
+    # start-up: loaded when the command runs, not when the CLI builds its parser
     from ultron.bench.rebalance import run
 
     return run(args)

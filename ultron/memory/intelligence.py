@@ -12,8 +12,8 @@ import logging
 import threading
 from typing import Any
 
+from ultron.memory import heuristic, prompts
 from ultron.memory.text import MEMORY_TYPES
-from ultron.providers import heuristic, prompts
 from ultron.providers.base import ChatModel, ProviderError
 from ultron.providers.jsonparse import parse_json
 from ultron.providers.tokens import count_tokens, truncate_to_tokens

@@ -1,6 +1,6 @@
 """`ultron groups ...`: list, create and delete groups, add and remove members, show an agent's groups.
 
-Added to the parser by ultron/cli.py's build_parser. Each command works in-process (embedded or
+Added to the parser by ultron/cli/__init__.py's build_parser. Each command works in-process (embedded or
 `--database-url`, as the local admin agent unless `--agent`) or against a running hub (`--url`).
 """
 
@@ -10,11 +10,7 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
-
-def _cli() -> Any:
-    import ultron.cli as cli
-
-    return cli
+import ultron.cli as cli
 
 
 def _show(info: Any) -> None:
@@ -23,30 +19,30 @@ def _show(info: Any) -> None:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    with _cli()._sdk(args) as client:
+    with cli._sdk(args) as client:
         groups = client.list_groups()
     if args.json:
-        _cli()._print_json([g.model_dump(mode="json") for g in groups])
+        cli._print_json([g.model_dump(mode="json") for g in groups])
     for g in [] if args.json else groups:
         _show(g)
     return 0
 
 
 def cmd_create(args: argparse.Namespace) -> int:
-    with _cli()._sdk(args) as client:
+    with cli._sdk(args) as client:
         _show(client.create_group(args.name))
     return 0
 
 
 def cmd_delete(args: argparse.Namespace) -> int:
-    with _cli()._sdk(args) as client:
+    with cli._sdk(args) as client:
         client.delete_group(args.name)
     print(f"group {args.name} deleted")
     return 0
 
 
 def cmd_add(args: argparse.Namespace) -> int:
-    with _cli()._sdk(args) as client:
+    with cli._sdk(args) as client:
         for member in args.members:
             info = client.add_to_group(args.name, member)
     _show(info)
@@ -54,7 +50,7 @@ def cmd_add(args: argparse.Namespace) -> int:
 
 
 def cmd_remove(args: argparse.Namespace) -> int:
-    with _cli()._sdk(args) as client:
+    with cli._sdk(args) as client:
         for member in args.members:
             info = client.remove_from_group(args.name, member)
     _show(info)
@@ -62,15 +58,13 @@ def cmd_remove(args: argparse.Namespace) -> int:
 
 
 def cmd_of(args: argparse.Namespace) -> int:
-    with _cli()._sdk(args) as client:
+    with cli._sdk(args) as client:
         names = client.agent_groups(args.member)
     print("\n".join(names) if names else "(no groups)")
     return 0
 
 
 def add_parser(sub: Any) -> None:
-    cli = _cli()
-
     def command(group: Any, name: str, help: str, func: Callable[[argparse.Namespace], int]) -> Any:
         p = group.add_parser(name, help=help)
         cli._add_common(p)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import logging
 import os
@@ -13,9 +14,22 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ultron.bench.batch import add_parser as add_batch_bench_parser
+from ultron.bench.clusters import add_parser as add_cluster_bench_parser
+from ultron.bench.concurrency import add_parser as add_concurrency_bench_parser
+from ultron.bench.evaluation.retrieval import add_parser as add_eval_parser
+from ultron.bench.peers import add_parser as add_peers_bench_parser
 from ultron.bench.progress import progress_bar
-from ultron.errors import UltronError
-from ultron.memory import cli as memory_cli
+from ultron.bench.start import add_parser as add_start_bench_parser
+from ultron.cli import memory as memory_cli
+from ultron.cli.cluster_calibration import add_parser as add_cluster_calibration_parser
+from ultron.cli.db import add_parser as add_db_stop_parser  # `ultron db stop`
+from ultron.cli.groups import add_parser as add_groups_parser
+from ultron.cli.ingestion import add_commands as add_ingestion_commands
+from ultron.cli.skills import add_commands as add_skills_commands
+from ultron.cli.vault import add_commands as add_vault_commands
+from ultron.cli.worker import add_parsers as add_worker_parsers
+from ultron.errors import Forbidden, UltronError, Unauthorized
 
 if TYPE_CHECKING:  # pydantic-settings costs a tenth of a second: only commands that need it load it
     from ultron.config import Settings
@@ -28,6 +42,7 @@ def _env(option: str) -> str:
 
 
 def _settings(args: argparse.Namespace) -> Settings:
+    # start-up: loaded when the command runs, not when the CLI builds its parser
     from ultron.config import Settings
 
     overrides = {k: v for k, v in vars(args).items() if k in Settings.model_fields and v is not None}
@@ -99,6 +114,7 @@ def hub_url(args: argparse.Namespace) -> str | None:
 
 
 def _sdk(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    # start-up: loaded when the command runs, not when the CLI builds its parser
     from ultron.sdk import Ultron
 
     url = hub_url(args)
@@ -115,6 +131,7 @@ def _sdk(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 
 def _local_backend(args: argparse.Namespace) -> Any:
     """The in-process backend acting as `--agent` of `--tenant`, which must exist (never created here)."""
+    # start-up: loaded when the command runs, not when the CLI builds its parser
     from ultron.hub import Hub
     from ultron.sdk._local import LocalBackend
 
@@ -135,12 +152,14 @@ def _local_backend(args: argparse.Namespace) -> Any:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    # start-up: loaded when the command runs, not when the CLI builds its parser
     import uvicorn
 
+    # start-up: loaded when the command runs, not when the CLI builds its parser
     from ultron.api.app import create_app
     from ultron.api.auth import is_loopback
     from ultron.hub import Hub
-    from ultron.ops.logs import configure_logging, logging_config
+    from ultron.observability.logs import configure_logging, logging_config
     from ultron.tenancy import count_issued_keys
 
     settings = _settings(args)
@@ -166,6 +185,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         signal.signal(signal.SIGTERM, _exit_on_signal)
         run_worker = not args.no_worker
         if run_worker:
+            # start-up: loaded when the command runs, not when the CLI builds its parser
             from ultron.worker.runner import BackgroundWorker
 
             worker = BackgroundWorker(hub)
@@ -232,6 +252,7 @@ def _exit_on_signal(signum: int, _frame: object) -> None:
 
 
 def _with_session(args: argparse.Namespace, fn: Callable[[Any], Any]) -> Any:
+    # start-up: loaded when the command runs, not when the CLI builds its parser
     from ultron.db.engine import open_database
 
     db = open_database(_settings(args))
@@ -243,6 +264,7 @@ def _with_session(args: argparse.Namespace, fn: Callable[[Any], Any]) -> Any:
 
 
 def cmd_agents_create(args: argparse.Namespace) -> int:
+    # start-up: loaded when the command runs, not when the CLI builds its parser
     from ultron.tenancy import create_agent
 
     info, key = _with_session(args, lambda s: create_agent(s, args.name, args.tenant, admin=args.admin))
@@ -253,6 +275,7 @@ def cmd_agents_create(args: argparse.Namespace) -> int:
 
 
 def cmd_agents_list(args: argparse.Namespace) -> int:
+    # start-up: loaded when the command runs, not when the CLI builds its parser
     from ultron.tenancy import list_agents
 
     agents = _with_session(args, lambda s: list_agents(s, args.tenant))
@@ -263,6 +286,7 @@ def cmd_agents_list(args: argparse.Namespace) -> int:
 
 
 def cmd_agents_revoke(args: argparse.Namespace) -> int:
+    # start-up: loaded when the command runs, not when the CLI builds its parser
     from ultron.tenancy import revoke_agent
 
     info = _with_session(args, lambda s: revoke_agent(s, args.name, args.tenant))
@@ -328,12 +352,14 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
+    # start-up: loaded when the command runs, not when the CLI builds its parser
     from ultron.mcp.stdio import serve_stdio
 
     # stdout is the MCP channel: everything else goes to stderr.
     if hub_url(args) is not None:
         serve_stdio(_sdk(args))
         return 0
+    # start-up: loaded when the command runs, not when the CLI builds its parser
     from ultron.sdk import Ultron
 
     # In-process, opening the hub (database, redaction models, embedder) takes seconds: the handshake
@@ -380,8 +406,6 @@ class MissingExtra(UltronError):
 
 
 def require_module(name: str, install: str) -> None:
-    import importlib
-
     try:
         importlib.import_module(name)
     except ImportError:
@@ -392,6 +416,7 @@ def require_module(name: str, install: str) -> None:
 
 
 def cmd_backup(args: argparse.Namespace) -> int:
+    # start-up: loaded when the command runs, not when the CLI builds its parser
     from ultron.ops.backup import backup
 
     print(backup(_settings(args), Path(args.file)).describe("backed up to"))
@@ -399,6 +424,7 @@ def cmd_backup(args: argparse.Namespace) -> int:
 
 
 def cmd_restore(args: argparse.Namespace) -> int:
+    # start-up: loaded when the command runs, not when the CLI builds its parser
     from ultron.ops.backup import restore, upgrade_hint
 
     report = restore(_settings(args), Path(args.file), clean=args.clean)
@@ -410,6 +436,7 @@ def cmd_restore(args: argparse.Namespace) -> int:
 
 
 def cmd_db_upgrade(args: argparse.Namespace) -> int:
+    # start-up: loaded when the command runs, not when the CLI builds its parser
     from ultron.db.engine import open_database
     from ultron.db.migrate import current_revision
 
@@ -422,6 +449,7 @@ def cmd_db_upgrade(args: argparse.Namespace) -> int:
 
 
 def cmd_dashboard_screenshots(args: argparse.Namespace) -> int:
+    # start-up: loaded when the command runs, not when the CLI builds its parser
     from ultron.bench.screenshots import main as take_screenshots
 
     require_module("playwright", "pip install playwright (or `.venv/bin/pip install -e '.[test]'`)")
@@ -430,6 +458,7 @@ def cmd_dashboard_screenshots(args: argparse.Namespace) -> int:
 
 
 def cmd_dashboard_bench(args: argparse.Namespace) -> int:
+    # start-up: loaded when the command runs, not when the CLI builds its parser
     from ultron.bench.dashboard import run
 
     require_module("playwright", "pip install playwright (or `.venv/bin/pip install -e '.[test]'`)")
@@ -438,7 +467,8 @@ def cmd_dashboard_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_reembed(args: argparse.Namespace) -> int:
-    from ultron.memory.reembed import reembed
+    # start-up: numpy, SQLAlchemy and the providers load only for this command
+    from ultron.cli.reembed import reembed
 
     settings = _settings(args)
     with progress_bar() as bar:
@@ -452,9 +482,10 @@ def cmd_reembed(args: argparse.Namespace) -> int:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
+    # start-up: loaded when the command runs, not when the CLI builds its parser
     from ultron.bench import dedup_calibration as calibration
     from ultron.hub import build_embedder
-    from ultron.providers import heuristic
+    from ultron.memory import heuristic
 
     settings = _settings(args)
     hard, soft = settings.dedup_thresholds
@@ -467,12 +498,14 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    # start-up: loaded when the command runs, not when the CLI builds its parser
     from ultron.bench.core import run_benchmark
 
     return run_benchmark(args)
 
 
 def cmd_privacy_eval(args: argparse.Namespace) -> int:
+    # start-up: loaded when the command runs, not when the CLI builds its parser
     from ultron.bench.privacy_eval import main as privacy_main
 
     argv = ["--repeat", str(args.repeat)] + (["--corpus", args.corpus] if args.corpus else [])
@@ -617,7 +650,6 @@ def build_parser() -> argparse.ArgumentParser:
     p = db.add_parser("upgrade", help="migrate the database to the newest schema")
     _add_admin(p)
     p.set_defaults(func=cmd_db_upgrade)
-    from ultron.db.cli import add_parser as add_db_stop_parser  # `ultron db stop`
 
     add_db_stop_parser(db)
 
@@ -668,42 +700,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dimension", type=int, default=256, help="hash embedding dimension")
     p.set_defaults(func=cmd_bench)
 
-    from ultron.bench.batch import add_parser as add_batch_bench_parser
-
     add_batch_bench_parser(sub)
-    from ultron.bench.concurrency import add_parser as add_concurrency_bench_parser
-
     add_concurrency_bench_parser(sub)
-    from ultron.bench.start import add_parser as add_start_bench_parser
-
     add_start_bench_parser(sub)
-    from ultron.bench.peers import add_parser as add_peers_bench_parser  # `ultron bench-peers`
-
-    add_peers_bench_parser(sub)
-    from ultron.bench.clusters import add_parser as add_cluster_bench_parser
-    from ultron.clusters.calibration_cli import add_parser as add_cluster_calibration_parser
-
+    add_peers_bench_parser(sub)  # `ultron bench-peers`
     add_cluster_bench_parser(sub)
     add_cluster_calibration_parser(sub)
-
-    from ultron.worker.cli import add_parsers as add_worker_parsers
-
     add_worker_parsers(sub, _add_common, _settings)
-
-    from ultron.ingestion.cli import add_commands as add_ingestion_commands
-
     add_ingestion_commands(sub, _add_common, _add_remote)
-    from ultron.vault.cli import add_commands as add_vault_commands
-
     add_vault_commands(sub, _add_common)
-    from ultron.skills.cli import add_commands as add_skills_commands
-
     add_skills_commands(sub, _add_common, _add_remote)
-    from ultron.bench.evaluation.retrieval import add_parser as add_eval_parser
-
     add_eval_parser(sub)
-    from ultron.groups.cli import add_parser as add_groups_parser
-
     add_groups_parser(sub)
 
     privacy = sub.add_parser("privacy", help="redaction tools").add_subparsers(
@@ -724,9 +731,8 @@ EXIT_ERROR, EXIT_INPUT, EXIT_NO_HUB, EXIT_AUTH = 1, 2, 3, 4
 
 def describe_error(exc: BaseException, args: argparse.Namespace) -> tuple[int, str]:
     """One line and an exit code for whatever stopped a command (the traceback is for `-v`)."""
+    # start-up: pydantic loads only when a command failed
     from pydantic import ValidationError
-
-    from ultron.errors import Forbidden, Unauthorized
 
     url = getattr(args, "resolved_url", None) or getattr(args, "url", None) or "the hub"
     if isinstance(exc, ValidationError):
@@ -775,11 +781,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         code, message = describe_error(exc, args)
         print("error: " + " ".join(message.split()), file=sys.stderr)
         return code
-
-
-if __name__ == "__main__":
-    # Run the importable module's main, so subcommand modules (which `import ultron.cli`) and this
-    # one share one set of classes (NoHub, MissingExtra) rather than a `__main__` copy of them.
-    from ultron.cli import main as _main
-
-    sys.exit(_main())

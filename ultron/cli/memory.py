@@ -10,25 +10,25 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import ultron.cli as cli
+
 # Items per request: the endpoint's limit.
 BATCH_ITEMS = 500
 
 
 def cmd_split(args: argparse.Namespace) -> int:
-    from ultron.cli import _print_json, _sdk
-
-    with _sdk(args) as client:
+    with cli._sdk(args) as client:
         result = client.split_memory(args.memory_id, args.contribution_id)
-    _print_json(result.model_dump(mode="json"))
+    cli._print_json(result.model_dump(mode="json"))
     return 0
 
 
 def cmd_repair(args: argparse.Namespace) -> int:
-    from ultron.cli import _settings
+    # start-up: loaded when the command runs, not when the CLI builds its parser
     from ultron.hub import Hub
     from ultron.memory.repair import repair
 
-    hub = Hub.open(_settings(args))
+    hub = Hub.open(cli._settings(args))
     try:
         repair(hub, apply=args.apply)
     finally:
@@ -57,11 +57,9 @@ def _chunks(path: str) -> Iterator[list[tuple[int, Any]]]:
 
 
 def cmd_upload_batch(args: argparse.Namespace) -> int:
-    from ultron.cli import _print_json, _sdk
-
     totals = {"created": 0, "merged": 0, "refused": 0}
     refusals: list[dict[str, Any]] = []
-    with _sdk(args) as client:
+    with cli._sdk(args) as client:
         for chunk in _chunks(args.file):
             sendable = [(n, item) for n, item in chunk if isinstance(item, dict)]
             for n, item in chunk:
@@ -77,7 +75,7 @@ def cmd_upload_batch(args: argparse.Namespace) -> int:
                 if r.decision == "refused":
                     refusals.append({"line": sendable[r.index][0], "reason": r.reason})
     totals["refused"] = len(refusals)
-    _print_json({**totals, "refusals": sorted(refusals, key=lambda r: r["line"])})
+    cli._print_json({**totals, "refusals": sorted(refusals, key=lambda r: r["line"])})
     return 1 if refusals else 0
 
 

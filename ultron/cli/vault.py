@@ -7,16 +7,18 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import ultron.cli as cli
+
 AddOptions = Callable[[argparse.ArgumentParser], None]
 
 
 def _run(args: argparse.Namespace, fn: Callable[..., Any]) -> Any:
-    from ultron.cli import _settings
+    # start-up: loaded when the command runs, not when the CLI builds its parser
     from ultron.hub import Hub
     from ultron.sdk._local import LocalBackend
     from ultron.vault.markdown import Vault
 
-    hub = Hub.open(_settings(args))
+    hub = Hub.open(cli._settings(args))
     try:
         tenant = getattr(args, "tenant", None) or "default"
         # --agent names an existing agent: a vault command never creates one (nor its tenant).

@@ -1,6 +1,6 @@
 """Command line of the Skill Hub and knowledge clusters: `ultron skills ...`, `ultron clusters ...`.
 
-Added to the parser by ultron/cli.py's build_parser. Each command works in-process (embedded or
+Added to the parser by ultron/cli/__init__.py's build_parser. Each command works in-process (embedded or
 `--database-url`) or against a running hub (`--url`), through the SDK.
 """
 
@@ -10,23 +10,18 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
+import ultron.cli as cli
 from ultron.skills.bundle import skill_dirs
 
 AddOptions = Callable[[argparse.ArgumentParser], None]
 PAGE = 500  # skills per request when exporting them all
 
 
-def _cli() -> Any:
-    import ultron.cli as cli
-
-    return cli
-
-
 def cmd_skills_search(args: argparse.Namespace) -> int:
-    with _cli()._sdk(args) as client:
+    with cli._sdk(args) as client:
         hits = client.search_skills(args.query, limit=args.limit)
     if args.json:
-        _cli()._print_json([h.model_dump(mode="json") for h in hits])
+        cli._print_json([h.model_dump(mode="json") for h in hits])
         return 0
     for h in hits:
         print(f"{h.similarity:.4f}  {h.slug}@{h.version}  {h.name}: {h.description}")
@@ -38,10 +33,10 @@ def cmd_skills_search(args: argparse.Namespace) -> int:
 
 
 def cmd_skills_list(args: argparse.Namespace) -> int:
-    with _cli()._sdk(args) as client:
+    with cli._sdk(args) as client:
         skills = client.list_skills(status=args.status, limit=args.limit, offset=args.offset)
     if args.json:
-        _cli()._print_json([s.model_dump(mode="json") for s in skills])
+        cli._print_json([s.model_dump(mode="json") for s in skills])
         return 0
     for s in skills:
         score = f"{s.score:.2f}" if s.score is not None else "-"
@@ -50,11 +45,11 @@ def cmd_skills_list(args: argparse.Namespace) -> int:
 
 
 def cmd_skills_show(args: argparse.Namespace) -> int:
-    with _cli()._sdk(args) as client:
+    with cli._sdk(args) as client:
         detail = client.get_skill(args.slug, version=args.version)
         text = None if args.json else client.skill_md(args.slug, version=args.version)
     if args.json:
-        _cli()._print_json(detail.model_dump(mode="json"))
+        cli._print_json(detail.model_dump(mode="json"))
         return 0
     print(f"# {detail.slug}@{detail.version} ({detail.status}), versions: {', '.join(detail.versions)}")
     if detail.files:
@@ -64,10 +59,10 @@ def cmd_skills_show(args: argparse.Namespace) -> int:
 
 
 def cmd_skills_history(args: argparse.Namespace) -> int:
-    with _cli()._sdk(args) as client:
+    with cli._sdk(args) as client:
         records = client.skill_history(args.slug, limit=args.limit)
     if args.json:
-        _cli()._print_json([r.model_dump(mode="json") for r in records])
+        cli._print_json([r.model_dump(mode="json") for r in records])
         return 0
     for r in records:
         change = f"{r.old_version or '-'} -> {r.new_version or '-'}"
@@ -78,7 +73,7 @@ def cmd_skills_history(args: argparse.Namespace) -> int:
 def cmd_skills_export(args: argparse.Namespace) -> int:
     if args.version and not args.slug:
         raise ValueError("--version needs --slug")
-    with _cli()._sdk(args) as client:
+    with cli._sdk(args) as client:
         if args.slug:
             slugs = [args.slug]
         else:
@@ -95,7 +90,7 @@ def cmd_skills_export(args: argparse.Namespace) -> int:
 
 def cmd_skills_upload(args: argparse.Namespace) -> int:
     folders = skill_dirs(args.dir)
-    with _cli()._sdk(args) as client:
+    with cli._sdk(args) as client:
         for folder in folders:
             result = client.upload_skill(folder)
             s = result.skill
@@ -105,10 +100,10 @@ def cmd_skills_upload(args: argparse.Namespace) -> int:
 
 
 def cmd_clusters_list(args: argparse.Namespace) -> int:
-    with _cli()._sdk(args) as client:
+    with cli._sdk(args) as client:
         clusters = client.list_clusters(limit=args.limit, offset=args.offset)
     if args.json:
-        _cli()._print_json([c.model_dump(mode="json") for c in clusters])
+        cli._print_json([c.model_dump(mode="json") for c in clusters])
         return 0
     if not clusters:
         print("no clusters yet: each stored memory joins one")
@@ -124,8 +119,8 @@ def cmd_clusters_list(args: argparse.Namespace) -> int:
 
 
 def cmd_clusters_show(args: argparse.Namespace) -> int:
-    with _cli()._sdk(args) as client:
-        _cli()._print_json(client.get_cluster(args.id).model_dump(mode="json"))
+    with cli._sdk(args) as client:
+        cli._print_json(client.get_cluster(args.id).model_dump(mode="json"))
     return 0
 
 

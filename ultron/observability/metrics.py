@@ -12,7 +12,7 @@ import functools
 import logging
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
@@ -23,12 +23,12 @@ from prometheus_client import (
     Counter,
     Histogram,
     generate_latest,
+    multiprocess,
+    start_http_server,
 )
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 from sqlalchemy.orm import Session
-
-from ultron.providers.base import EmbedderWrapper, EmbedKind, ProviderError
 
 log = logging.getLogger(__name__)
 
@@ -110,23 +110,6 @@ def queue_probes() -> dict[str, QueueProbe]:
     return dict(_queue_probes)
 
 
-def worker_queue_depths(session: Session) -> dict[str, int]:
-    """Items of each worker queue not yet done and not parked: ready, backing off or leased."""
-    from ultron.db.queries import q
-
-    depths: dict[str, int] = {}
-    for row in session.execute(q("queue_depths"), {"tenant_id": None}):
-        depths[row.queue] = depths.get(row.queue, 0) + row.ready + row.waiting + row.leased
-    return depths
-
-
-def _register_worker_queues() -> None:
-    from ultron.db.queries import all_queries
-
-    if "queue_depths" in all_queries():  # the worker's SQL ships with the package
-        register_queue_probe("worker", worker_queue_depths)
-
-
 # --- feeding the series --------------------------------------------------------------------------
 
 
@@ -193,56 +176,6 @@ def worker_step(step: str) -> Iterator[None]:
         WORKER_STEP_LATENCY.labels(step).observe(time.perf_counter() - start)
 
 
-@contextmanager
-def provider_call(provider: str, operation: str) -> Iterator[None]:
-    """Time one provider call; failures are counted by ProviderError kind."""
-    start = time.perf_counter()
-    try:
-        yield
-    except ProviderError as exc:
-        PROVIDER_ERRORS.labels(provider, operation, exc.kind).inc()
-        raise
-    except Exception:
-        PROVIDER_ERRORS.labels(provider, operation, "unexpected").inc()
-        raise
-    finally:
-        PROVIDER_LATENCY.labels(provider, operation).observe(time.perf_counter() - start)
-
-
-class InstrumentedEmbedder(EmbedderWrapper):
-    """An Embedder that times every call; delegates everything to the one it wraps."""
-
-    def __init__(self, inner: Any, provider: str):
-        super().__init__(inner)
-        self.provider = provider
-
-    def embed(self, texts: Sequence[str], *, kind: EmbedKind = "document") -> list[list[float]]:
-        with provider_call(self.provider, "embed"):
-            return self.inner.embed(texts, kind=kind)  # type: ignore[no-any-return]
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-
-class InstrumentedChat:
-    """A ChatModel that times every call; delegates everything to the one it wraps."""
-
-    def __init__(self, inner: Any, provider: str):
-        self.inner = inner
-        self.provider = provider
-
-    @property
-    def model_name(self) -> str:
-        return str(self.inner.model_name)
-
-    def chat(self, messages: list[dict[str, str]], *, max_tokens: int | None = None) -> str:
-        with provider_call(self.provider, "chat"):
-            return self.inner.chat(messages, max_tokens=max_tokens)  # type: ignore[no-any-return]
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-
 # --- exposition ----------------------------------------------------------------------------------
 
 
@@ -273,7 +206,6 @@ class QueueDepthCollector(Collector):
 def _process_registry() -> CollectorRegistry:
     if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         return REGISTRY
-    from prometheus_client import multiprocess
 
     registry = CollectorRegistry()
     multiprocess.MultiProcessCollector(registry)
@@ -289,9 +221,4 @@ def render(session: Session | None = None, local_queues: dict[str, int] | None =
 
 def serve(port: int, host: str = "0.0.0.0") -> None:
     """A standalone `/metrics` listener for processes without an HTTP API (the worker)."""
-    from prometheus_client import start_http_server
-
     start_http_server(port, addr=host, registry=_process_registry())
-
-
-_register_worker_queues()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import logging.config
 import re
 import sys
 import uuid
@@ -83,14 +84,18 @@ PLAIN_FORMAT = "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"
 def logging_config(level: str = "INFO", json_logs: bool = False) -> dict[str, Any]:
     """A dictConfig for the root, ultron and uvicorn loggers (passed to uvicorn as `log_config`)."""
     formatter: dict[str, Any] = (
-        {"()": "ultron.ops.logs.JsonFormatter"} if json_logs else {"format": PLAIN_FORMAT}
+        {"()": "ultron.observability.logs.JsonFormatter"} if json_logs else {"format": PLAIN_FORMAT}
     )
-    handler = {"class": "ultron.ops.logs.StderrHandler", "formatter": "default", "filters": ["request_id"]}
+    handler = {
+        "class": "ultron.observability.logs.StderrHandler",
+        "formatter": "default",
+        "filters": ["request_id"],
+    }
     level = level.upper()
     return {
         "version": 1,
         "disable_existing_loggers": False,
-        "filters": {"request_id": {"()": "ultron.ops.logs.RequestIdFilter"}},
+        "filters": {"request_id": {"()": "ultron.observability.logs.RequestIdFilter"}},
         "formatters": {"default": formatter},
         "handlers": {"default": handler},
         "root": {"handlers": ["default"], "level": level},
@@ -108,6 +113,4 @@ def logging_config(level: str = "INFO", json_logs: bool = False) -> dict[str, An
 
 
 def configure_logging(level: str = "INFO", json_logs: bool = False) -> None:
-    import logging.config
-
     logging.config.dictConfig(logging_config(level, json_logs))
