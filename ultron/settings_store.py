@@ -20,12 +20,12 @@ from typing import Annotated, Any
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
-from sqlalchemy import delete, event, select
+from sqlalchemy import delete, event, func, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
 from ultron.config import EDITABLE, RUNTIME_SETTINGS_TTL_SECONDS, Settings
-from ultron.db.models import ActivityEvent, RuntimeSetting
+from ultron.db.models import ActivityEvent, Agent, RuntimeSetting
 from ultron.errors import Forbidden, ValidationFailed
 from ultron.tenancy import Actor
 
@@ -135,8 +135,6 @@ class RuntimeSettings:
             self._cache.pop(tenant_id, None)
 
     def view(self, session: Session, actor: Actor) -> RuntimeSettingsView:
-        from ultron.db.models import Agent
-
         rows = {row.name: row for row in self._stored(session, actor.tenant_id)}
         agents = dict(
             session.execute(
@@ -218,6 +216,4 @@ class RuntimeSettings:
 
 
 def _now() -> Any:
-    from sqlalchemy import func
-
     return func.now()

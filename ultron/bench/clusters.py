@@ -442,7 +442,7 @@ def run_command(args: argparse.Namespace) -> int:
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     if not sizes or min(sizes) < 1 or args.probes < 1 or args.members < 1:
         raise ValueError("--sizes needs positive cluster counts, --probes and --members positive numbers")
-    from ultron.bench.core import _server
+    from ultron.bench.core import _server  # start-up: loaded when the command runs
 
     with _server(args.database_url, shared_buffers=SERVER_SETTINGS["shared_buffers"]) as server:
         with psycopg.connect(_admin_url(server)) as conn:

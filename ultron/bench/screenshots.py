@@ -119,7 +119,7 @@ def capture(page: Any, base_url: str, out: Path, search_query: str) -> list[Path
 
 
 def screenshots(base_url: str, out: Path, api_key: str | None, search_query: str) -> list[Path]:
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import sync_playwright  # optional: the browser part needs playwright
 
     out.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as p:

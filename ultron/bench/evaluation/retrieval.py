@@ -238,7 +238,7 @@ def main(args: argparse.Namespace) -> int:
         from ultron.bench.evaluation.sweep import main as sweep_main
 
         return sweep_main(args)
-    from ultron.config import Settings
+    from ultron.config import Settings  # start-up: pydantic-settings loads when the command runs
 
     data = load_set(Path(args.set) if args.set else DEFAULT_SET)
     with scratch_database(args.database_url) as url:
