@@ -7,6 +7,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import text
 
+from ultron.cli.reembed import reembed
 from ultron.db.engine import Database, ensure_vector_extension
 from ultron.db.migrate import current_revision, downgrade, head_revision, upgrade_to_head
 from ultron.db.models import Base
@@ -14,7 +15,6 @@ from ultron.db.queries import all_queries, parse_queries, q
 from ultron.errors import DatabaseSetupError, EmbeddingModelMismatch
 from ultron.hub import Hub
 from ultron.memory.fulltext import index_text
-from ultron.memory.reembed import reembed
 from ultron.sdk._local import LocalBackend
 
 EXPECTED_QUERIES = {"nearest_same_type", "search_memories", "record_hits", "refresh_term_stats", "raw_knn"}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -11,7 +12,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 EmbeddingProviderName = Literal["local", "hash", "dashscope", "openai"]
 LLMProviderName = Literal["heuristic", "dashscope", "openai"]
 
-# Calibrated on the dev split of ultron/memory/data/dedup_calibration.jsonl with `ultron dedup-calibration`
+# Calibrated on the dev split of ultron/bench/data/dedup_calibration.jsonl with `ultron dedup-calibration`
 # (see docs/embeddings.md): HARD is the lowest cosine whose automatic merges (which also need agreeing
 # distinguishing tokens, `heuristic.agree`) stay >= 0.99 precise, SOFT the lower edge of the judge band
 # that maximises F1 while the offline judge's merges stay >= 0.97 precise. The seed's 0.85 / 0.75 were set
@@ -23,7 +24,7 @@ DEFAULT_DEDUP_THRESHOLDS: dict[str, tuple[float, float]] = {
     "hash": (0.59149, 0.32897),
 }
 # The cluster join threshold is on the average cosine to a cluster's members (ultron/clusters/service.py).
-# local and hash: `ultron cluster-calibration` on ultron/clusters/data/cluster_topics.jsonl (88 memories,
+# local and hash: `ultron cluster-calibration` on ultron/bench/data/cluster_topics.jsonl (88 memories,
 # 11 topics, 10 upload orders), the lowest threshold whose worst purity is >= 0.9 with no ready cluster
 # whose core mixes topics (local: worst 0.932, mean 0.947; hash: worst 0.909, mean 0.933).
 # dashscope / openai cannot be measured offline: the old centroid-cosine 0.75 times a typical mean length
@@ -33,6 +34,43 @@ DEFAULT_CLUSTER_THRESHOLDS: dict[str, float] = {
     "openai": 0.6,
     "local": 0.89,
     "hash": 0.3,
+}
+
+# provider -> the default relevance floor on the calibrated scale (ULTRON_RELEVANCE_FLOOR overrides it,
+# min_relevance overrides it per search).
+DEFAULT_FLOOR: dict[str, float] = {"local": 0.54, "hash": 0.54, "dashscope": 0.54, "openai": 0.54}
+
+# How long a process reuses a tenant's stored changes before reading them again (seconds).
+RUNTIME_SETTINGS_TTL_SECONDS = 5.0
+
+# The settings an admin may change at run time, by the part of the hub that reads them.
+EDITABLE: dict[str, str] = {
+    "time_decay_weight": "search",
+    "decay_alpha": "search",
+    "tier_boost_hot": "search",
+    "tier_boost_warm": "search",
+    "tier_boost_cold": "search",
+    "fulltext_weight": "search",
+    "resonance_weight": "companion",
+    "urgency_weight": "companion",
+    "arousal_decay_slowdown": "companion",
+    "freshness_weight": "companion",
+    "freshness_hours": "companion",
+    "entity_weight": "companion",
+    "resolved_factor": "companion",
+    "serendipity_enabled": "companion",
+    "serendipity_min_results": "companion",
+    "serendipity_relevance": "companion",
+    "serendipity_min_age_days": "companion",
+    "brief_max_tokens": "brief",
+    "brief_personal_limit": "brief",
+    "brief_hot_limit": "brief",
+    "hot_percentile": "worker",
+    "warm_percentile": "worker",
+    "cold_ttl_days": "worker",
+    "personal_ttl_days": "worker",
+    "arousal_tier_weight": "worker",
+    "arousal_ttl_factor": "worker",
 }
 
 
@@ -304,8 +342,6 @@ class Settings(BaseSettings):
     @field_validator("redaction_keep_private", "redaction_keep_group", "redaction_keep_shared")
     @classmethod
     def _entity_list(cls, value: str) -> str:
-        import re
-
         for name in (n.strip() for n in value.split(",")):
             if name and not re.fullmatch(r"[A-Z][A-Z0-9_]{1,63}", name):
                 raise ValueError(f"entity types are UPPER_SNAKE_CASE names separated by commas, got {name!r}")
@@ -319,6 +355,7 @@ class Settings(BaseSettings):
 
     def redaction_policy(self) -> Any:
         """The global redaction policy these settings describe."""
+        # start-up: ultron.privacy's package loads Presidio and spaCy (seconds); settings load without them
         from ultron.privacy.policy import RedactionPolicy
 
         kept = {
@@ -371,8 +408,6 @@ class Settings(BaseSettings):
 
     @property
     def relevance_floor_for_model(self) -> float:
-        from ultron.memory.relevance import DEFAULT_FLOOR
-
         if self.relevance_floor is not None:
             return self.relevance_floor
         return DEFAULT_FLOOR.get(self.embedding_provider, 0.5)
@@ -432,8 +467,6 @@ def settings_reference() -> str:
     ]
     for provider, (hard, soft) in DEFAULT_DEDUP_THRESHOLDS.items():
         lines.append(f"| {provider} | {hard} | {soft} | {DEFAULT_CLUSTER_THRESHOLDS[provider]} |")
-    from ultron.settings_store import EDITABLE, RUNTIME_SETTINGS_TTL_SECONDS
-
     lines += [
         "",
         "## Editable at run time",

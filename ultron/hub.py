@@ -16,14 +16,14 @@ from ultron.db.vectors import Profile, dedup_thresholds, ensure_profile
 from ultron.ingestion.service import IngestionService
 from ultron.memory import fulltext
 from ultron.memory.hits import HitBuffer
+from ultron.memory.intelligence import MemoryIntelligence
 from ultron.memory.service import MemoryService
 from ultron.memory.termstats import TermStatsKeeper
-from ultron.ops.metrics import InstrumentedChat, InstrumentedEmbedder
 from ultron.providers.base import Embedder
 from ultron.providers.bounded import BoundedChat, BoundedEmbedder
 from ultron.providers.cache import CachedEmbedder
 from ultron.providers.factory import make_chat, make_embedder
-from ultron.providers.intelligence import MemoryIntelligence
+from ultron.providers.instrumented import InstrumentedChat, InstrumentedEmbedder
 from ultron.settings_store import RuntimeSettings
 from ultron.skills.service import SkillService
 from ultron.trajectory.pipeline import Steps

@@ -24,43 +24,10 @@ from sqlalchemy import delete, event, func, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
-from ultron.config import Settings
+from ultron.config import EDITABLE, RUNTIME_SETTINGS_TTL_SECONDS, Settings
 from ultron.db.models import ActivityEvent, Agent, RuntimeSetting
 from ultron.errors import Forbidden, ValidationFailed
 from ultron.tenancy import Actor
-
-# How long a process reuses a tenant's stored changes before reading them again (seconds).
-RUNTIME_SETTINGS_TTL_SECONDS = 5.0
-
-# The settings an admin may change at run time, by the part of the hub that reads them.
-EDITABLE: dict[str, str] = {
-    "time_decay_weight": "search",
-    "decay_alpha": "search",
-    "tier_boost_hot": "search",
-    "tier_boost_warm": "search",
-    "tier_boost_cold": "search",
-    "fulltext_weight": "search",
-    "resonance_weight": "companion",
-    "urgency_weight": "companion",
-    "arousal_decay_slowdown": "companion",
-    "freshness_weight": "companion",
-    "freshness_hours": "companion",
-    "entity_weight": "companion",
-    "resolved_factor": "companion",
-    "serendipity_enabled": "companion",
-    "serendipity_min_results": "companion",
-    "serendipity_relevance": "companion",
-    "serendipity_min_age_days": "companion",
-    "brief_max_tokens": "brief",
-    "brief_personal_limit": "brief",
-    "brief_hot_limit": "brief",
-    "hot_percentile": "worker",
-    "warm_percentile": "worker",
-    "cold_ttl_days": "worker",
-    "personal_ttl_days": "worker",
-    "arousal_tier_weight": "worker",
-    "arousal_ttl_factor": "worker",
-}
 
 
 class RuntimeValue(BaseModel):

@@ -88,7 +88,7 @@ def test_sdk_over_http_and_cli_jsonl(client, keys, hub, tmp_path, monkeypatch, c
     lines += [json.dumps({"content": f"flaky test number {i} in the billing suite"}) for i in range(3)]
     path = tmp_path / "memories.jsonl"
     path.write_text("\n".join(lines) + "\n")
-    monkeypatch.setattr("ultron.memory.cli.BATCH_ITEMS", 2)  # several requests for one file
+    monkeypatch.setattr("ultron.cli.memory.BATCH_ITEMS", 2)  # several requests for one file
     monkeypatch.setattr("ultron.cli._sdk", lambda args: sdk)
     code = main(["memory", "upload-batch", str(path)])
     out = json.loads(capsys.readouterr().out)

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from ultron.memory import calibration as cal
+from ultron.bench import dedup_calibration as cal
 
 
 def mem(content: str) -> dict[str, str]:
@@ -183,7 +183,7 @@ def test_run_scores_the_shipped_set() -> None:
 
 
 def test_run_with_the_heuristic_judge() -> None:
-    heuristic = pytest.importorskip("ultron.providers.heuristic")
+    heuristic = pytest.importorskip("ultron.memory.heuristic")
     report = cal.run(FakeEmbedder(), heuristic.same_subject, 0.95, 0.9)
     assert report.judge_name is not None and "same_subject" in report.judge_name
     assert report.judge_calls == report.bands["judge"]["duplicate"] + report.bands["judge"]["distinct"]

@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from ultron.memory.calibration import FIELDS, LABELS, default_path, load_pairs, pair_text
+from ultron.bench.dedup_calibration import FIELDS, LABELS, default_path, load_pairs, pair_text
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
 
@@ -20,7 +20,7 @@ def pairs() -> list[dict]:
 def test_calibration_file_ships_inside_the_package() -> None:
     path = default_path()
     assert path.is_file()
-    assert path.parent.parent.name == "memory"
+    assert path.parent.parent.name == "bench"
 
 
 def test_pair_counts_and_labels(pairs: list[dict]) -> None:

@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 from collections import Counter
 
-from ultron.evaluation import convgen
-from ultron.evaluation.conversations import BM25, Scores, load_set
+from ultron.bench.evaluation import convgen
+from ultron.bench.evaluation.conversations import BM25, Scores, load_set
 
 
 def test_committed_jsonl_is_what_the_scripts_build():
     committed = [json.loads(line) for line in convgen.OUT.read_text(encoding="utf-8").splitlines()]
-    assert committed == convgen.build(), "run `python -m ultron.evaluation.convgen`"
+    assert committed == convgen.build(), "run `python -m ultron.bench.evaluation.convgen`"
 
 
 def test_suite_size_and_shape():

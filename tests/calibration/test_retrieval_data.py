@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-import ultron.evaluation
+import ultron.bench.evaluation
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
-EVAL_PATH = Path(ultron.evaluation.__file__).parent / "data" / "retrieval_eval.jsonl"
+EVAL_PATH = Path(ultron.bench.evaluation.__file__).parent / "data" / "retrieval_eval.jsonl"
 QUERY_NOTES = {"paraphrase", "keyword", "cross-lingual", "distractor-heavy"}
 
 

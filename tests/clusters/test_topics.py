@@ -1,5 +1,5 @@
 """One topic per cluster, on the labelled topic set shipped with the calibration command
-(ultron/clusters/data/cluster_topics.jsonl), with the default local model (multilingual-e5-small)."""
+(ultron/bench/data/cluster_topics.jsonl), with the default local model (multilingual-e5-small)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from sqlalchemy import select
 
-from ultron.clusters import calibration
+from ultron.bench import cluster_calibration as calibration
 from ultron.config import Settings
 from ultron.db.models import ClusterMember, Skill
 from ultron.hub import build_embedder

@@ -7,8 +7,8 @@ from collections import Counter
 
 import pytest
 
+from ultron.bench.evaluation.retrieval import DEFAULT_SET, Query, load_set, rank_of, score
 from ultron.cli import main
-from ultron.evaluation.retrieval import DEFAULT_SET, Query, load_set, rank_of, score
 
 
 def test_the_shipped_set_is_bilingual_with_paraphrases_and_distractors():
@@ -59,7 +59,7 @@ def test_conversation_suite_prints_the_hub_beside_bm25_and_dense(
 ):
     """A slice of one chat (its first 40 turns and the questions they answer, plus no-answer ones),
     through the real upload and search path with the hash embedder; the dump holds every explain."""
-    from ultron.evaluation.conversations import DEFAULT_SET as CONVERSATIONS
+    from ultron.bench.evaluation.conversations import DEFAULT_SET as CONVERSATIONS
 
     rows = [json.loads(line) for line in CONVERSATIONS.read_text(encoding="utf-8").splitlines()]
     turns = [r for r in rows if r["kind"] == "turn" and r["conv"] == "c1"][:40]

@@ -12,9 +12,10 @@ from sqlalchemy import text
 
 from ultron.api.app import create_app
 from ultron.db.migrate import current_revision, downgrade, head_revision, upgrade_to_head
-from ultron.ops import metrics
-from ultron.ops.logs import JsonFormatter, RequestIdFilter, logging_config
+from ultron.observability import metrics
+from ultron.observability.logs import JsonFormatter, RequestIdFilter, logging_config
 from ultron.providers.base import ProviderError
+from ultron.providers.instrumented import InstrumentedChat
 
 
 @pytest.fixture()
@@ -134,7 +135,7 @@ def test_provider_errors_are_counted_by_kind():
         def chat(self, messages, *, max_tokens=None):  # type: ignore[no-untyped-def]
             raise ProviderError("fake", "connection refused", kind="connection")
 
-    chat = metrics.InstrumentedChat(Down(), "fake")
+    chat = InstrumentedChat(Down(), "fake")
     counter = metrics.PROVIDER_ERRORS.labels("fake", "chat", "connection")
     before = counter._value.get()
     with pytest.raises(ProviderError):
@@ -210,10 +211,10 @@ def test_multiprocess_mode_sums_every_process(tmp_path):
     import sys
 
     env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(tmp_path)}
-    bump = "from ultron.ops import metrics; metrics.record_upload('created', 0.01)"
+    bump = "from ultron.observability import metrics; metrics.record_upload('created', 0.01)"
     for _ in range(2):
         subprocess.run([sys.executable, "-c", bump], env=env, check=True, timeout=60)
-    show = "from ultron.ops import metrics; print(metrics.render()[0].decode())"
+    show = "from ultron.observability import metrics; print(metrics.render()[0].decode())"
     out = subprocess.run(
         [sys.executable, "-c", show], env=env, check=True, timeout=60, capture_output=True, text=True
     ).stdout

@@ -11,8 +11,8 @@ import psycopg
 import pytest
 
 from tests.conftest import _libpq
+from ultron.bench.peers import INSTALL_HINT, mem0_available
 from ultron.cli import main
-from ultron.ops.peers import INSTALL_HINT, mem0_available
 
 
 def test_without_mem0_the_command_says_how_to_install_it_and_exits_2():

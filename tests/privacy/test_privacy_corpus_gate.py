@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ultron.privacy.entities import PII_ENTITIES, SECRET_ENTITIES
-from ultron.privacy.evaluate import (
+from ultron.bench.privacy_eval import (
     CLEAN_UNCHANGED_TARGET,
     NAME_ENTITIES,
     NAME_PRECISION_TARGET,
@@ -22,6 +21,7 @@ from ultron.privacy.evaluate import (
     load_corpus,
     main,
 )
+from ultron.privacy.entities import PII_ENTITIES, SECRET_ENTITIES
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 CORPUS = DATA / "redaction_corpus.jsonl"

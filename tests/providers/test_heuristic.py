@@ -6,8 +6,8 @@ import time
 
 import pytest
 
+from ultron.memory import heuristic
 from ultron.memory.text import MEMORY_TYPES
-from ultron.providers import heuristic
 from ultron.providers.tokens import ELLIPSIS, count_tokens
 
 TYPE_EXAMPLES = [

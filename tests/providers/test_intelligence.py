@@ -10,8 +10,8 @@ import pytest
 
 from tests.fakes.servers import FakeModelServer
 from tests.providers.conftest import Remote
-from ultron.providers import heuristic
-from ultron.providers.intelligence import MemoryIntelligence
+from ultron.memory import heuristic
+from ultron.memory.intelligence import MemoryIntelligence
 from ultron.providers.tokens import ELLIPSIS, count_tokens
 
 ERROR_MEMORY = {

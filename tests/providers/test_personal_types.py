@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ultron.providers.heuristic import infer_type
+from ultron.memory.heuristic import infer_type
 from ultron.sdk import Ultron
 
 DATA = Path(__file__).resolve().parents[1] / "data"

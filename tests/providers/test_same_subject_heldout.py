@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
+from ultron.bench import dedup_calibration as calibration
 from ultron.config import DEFAULT_DEDUP_THRESHOLDS
-from ultron.memory import calibration
+from ultron.memory.heuristic import agree, same_subject
 from ultron.providers.hashing import HashEmbedder
-from ultron.providers.heuristic import agree, same_subject
 from ultron.providers.local import LocalEmbedder
 
 AUTO_PRECISION = 0.99

@@ -9,7 +9,7 @@ import re
 import pytest
 from sqlalchemy import select
 
-from ultron.clusters.calibration import load_topics
+from ultron.bench.cluster_calibration import load_topics
 from ultron.clusters.service import topic_keywords
 from ultron.db.models import ClusterMember, EvolutionRecord, Skill
 from ultron.sdk import Ultron

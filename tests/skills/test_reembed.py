@@ -7,9 +7,9 @@ import numpy as np
 from sqlalchemy import select, text
 
 from tests.skills.conftest import DOCKER, POSTGRES, PYTEST
+from ultron.cli.reembed import reembed
 from ultron.db.models import KnowledgeCluster
 from ultron.hub import Hub
-from ultron.memory.reembed import reembed
 from ultron.sdk import Ultron
 from ultron.tenancy import local_actor
 from ultron.worker.evolution import run_evolution_cycle

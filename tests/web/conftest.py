@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from ultron.bench.demo import DEMO_AGENTS, DemoData, seed_demo, seed_skills
 from ultron.tenancy import authenticate
-from ultron.web.demo import DEMO_AGENTS, DemoData, seed_demo, seed_skills
 
 
 @pytest.fixture()

@@ -9,10 +9,10 @@ from sqlalchemy import select
 
 from tests.web.conftest import auth
 from ultron.api.app import create_app
+from ultron.bench.demo import DEMO_MEMORIES
 from ultron.db.models import Memory
 from ultron.memory.schemas import UploadRequest
 from ultron.tenancy import authenticate, local_actor
-from ultron.web.demo import DEMO_MEMORIES
 
 
 def _hits(hub) -> dict:  # type: ignore[no-untyped-def]

@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
+from ultron.bench.demo import DEMO_MEMORIES
+from ultron.bench.screenshots import VIEWPORT, chromium_path, launch
 from ultron.db.models import ImportJob, Memory
 from ultron.memory.schemas import UploadRequest
 from ultron.skills import evolve
 from ultron.skills.format import SkillDoc, Version
 from ultron.tenancy import authenticate, local_actor
-from ultron.web.demo import DEMO_MEMORIES
-from ultron.web.screenshots import VIEWPORT, chromium_path, launch
 
 pytestmark = pytest.mark.skipif(
     chromium_path() is None,

@@ -7,7 +7,7 @@ from sqlalchemy import select, text
 from tests.worker.conftest import add_memories
 from ultron.db.models import Memory
 from ultron.hub import build_worker
-from ultron.ops.metrics import render
+from ultron.observability.metrics import render
 from ultron.worker.rebalance import rebalance_tenant
 from ultron.worker.runner import SINGLETON_KEYS, SINGLETON_LOCK_NAMESPACE
 

@@ -13,8 +13,8 @@ from sqlalchemy.exc import SQLAlchemyError
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ultron.db.migrate import current_revision, head_revision
-from ultron.ops import metrics
-from ultron.ops.logs import new_request_id, request_id_var
+from ultron.observability import metrics
+from ultron.observability.logs import new_request_id, request_id_var
 from ultron.routing.deps import DatabaseDep
 from ultron.routing.errors import ErrorBody
 

@@ -32,7 +32,9 @@ from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from ultron.config import Settings
+from ultron.db.queries import all_queries, q
 from ultron.errors import DatabaseSetupError
+from ultron.observability.metrics import DB_READS, register_queue_probe
 
 log = logging.getLogger(__name__)
 
@@ -238,8 +240,6 @@ class Database:
         """Run the read-only `fn` on a replica that can serve `key` (the reading agent) and has replayed
         past `after` (a WAL position the client saw after its write, maybe on another API process), else
         on the primary. A replica that fails is skipped for a while and `fn` runs again on the primary."""
-        from ultron.ops.metrics import DB_READS
-
         replica = self._pick() if self.replicas else None
         reason = "no_replica" if replica is None else "own_write"
         if replica is not None:
@@ -359,3 +359,15 @@ def open_database(settings: Settings, *, migrate: bool = True) -> Database:
         db.dispose()
         raise
     return db
+
+
+def worker_queue_depths(session: Session) -> dict[str, int]:
+    """Items of each worker queue not yet done and not parked: ready, backing off or leased."""
+    depths: dict[str, int] = {}
+    for row in session.execute(q("queue_depths"), {"tenant_id": None}):
+        depths[row.queue] = depths.get(row.queue, 0) + row.ready + row.waiting + row.leased
+    return depths
+
+
+if "queue_depths" in all_queries():  # the worker's SQL ships with the package: `/metrics` reports its queues
+    register_queue_probe("worker", worker_queue_depths)

@@ -16,7 +16,7 @@ HNSW_EF_CONSTRUCTION = 64
 
 # The Skill Hub's vectors share the profile (migrations 0005, 0007): cluster centroids and skills are
 # searched through HNSW; a cluster's exact mean and a member's join vector are not indexed. After a
-# re-embed (clear=True) `ultron reembed` recomputes them all (ultron/memory/reembed.py).
+# re-embed (clear=True) `ultron reembed` recomputes them all (ultron/cli/reembed.py).
 EXTRA_VECTORS = (
     ("knowledge_clusters", "centroid"),
     ("knowledge_clusters", "mean"),

@@ -27,13 +27,14 @@ from ultron.ingestion.batch import (
     existing_sources,
     unchanged_results,
 )
-from ultron.ingestion.formats import Message, parse_session
+from ultron.ingestion.formats import parse_session
 from ultron.ingestion.imports import ImportService
 from ultron.ingestion.redaction import Scrubber
 from ultron.ingestion.schemas import FileResult, IngestFile, IngestResult, IngestTextResult, LineProblem
 from ultron.memory.schemas import UploadRequest, UploadResult
 from ultron.memory.service import MemoryService
 from ultron.tenancy import Actor
+from ultron.trajectory.messages import Message
 from ultron.trajectory.sessions import notify_work, store_session, unchanged_session
 
 log = logging.getLogger(__name__)

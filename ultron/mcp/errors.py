@@ -75,7 +75,7 @@ def tool_errors() -> Iterator[None]:
         )
         raise ToolError(f"validation_error: {problems}") from None
     except Exception as exc:
-        from ultron.ops.logs import request_id_var
+        from ultron.observability.logs import request_id_var
 
         rid = request_id_var.get() or uuid.uuid4().hex
         log.error("MCP tool failed (request id %s)", rid, exc_info=exc)

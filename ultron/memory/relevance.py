@@ -28,9 +28,6 @@ DENSE_SCALE: dict[str, tuple[float, float]] = {
     "dashscope": (0.55, 4.0),
     "openai": (0.45, 4.0),
 }
-# provider -> the default relevance floor on the calibrated scale (ULTRON_RELEVANCE_FLOOR overrides it,
-# min_relevance overrides it per search).
-DEFAULT_FLOOR: dict[str, float] = {"local": 0.54, "hash": 0.54, "dashscope": 0.54, "openai": 0.54}
 
 
 def dense_z(row: Any) -> float:

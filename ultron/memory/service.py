@@ -28,6 +28,7 @@ from ultron.db.models import ActivityEvent, Agent, Memory, MemoryContribution, T
 from ultron.db.queries import q
 from ultron.errors import Forbidden, NotFound, UltronError, ValidationFailed
 from ultron.memory import document, fulltext
+from ultron.memory.heuristic import agree, conflicts
 from ultron.memory.hits import HitBuffer, SearchUse
 from ultron.memory.relevance import calibrated_relevance, dense_z
 from ultron.memory.schemas import (
@@ -44,9 +45,8 @@ from ultron.memory.schemas import (
 from ultron.memory.termstats import TermStatsKeeper
 from ultron.memory.text import MEMORY_TYPES, embedding_text
 from ultron.memory.timeq import query_time_range
-from ultron.ops.metrics import counts_search, counts_upload, record_upload
+from ultron.observability.metrics import counts_search, counts_upload, record_upload
 from ultron.providers.base import Embedder
-from ultron.providers.heuristic import agree, conflicts
 from ultron.settings_store import RuntimeSettings
 from ultron.tenancy import Actor
 

@@ -1,10 +1,10 @@
-"""Embedding and chat providers behind two small protocols, and the intelligence built on them."""
+"""Embedding and chat providers behind two small protocols: adapters only (the memory rules built on them
+are ultron.memory.intelligence and ultron.memory.heuristic)."""
 
 from ultron.providers.base import ChatModel, Embedder, ProviderError
 from ultron.providers.dashscope_api import DashScopeChat, DashScopeEmbedder
 from ultron.providers.factory import ProviderConfigError, make_chat, make_embedder
 from ultron.providers.hashing import HashEmbedder
-from ultron.providers.intelligence import MemoryIntelligence
 from ultron.providers.local import LocalEmbedder
 from ultron.providers.openai_compat import OpenAIChat, OpenAIEmbedder
 from ultron.providers.tokens import count_tokens, truncate_to_tokens
@@ -16,7 +16,6 @@ __all__ = [
     "Embedder",
     "HashEmbedder",
     "LocalEmbedder",
-    "MemoryIntelligence",
     "OpenAIChat",
     "OpenAIEmbedder",
     "ProviderConfigError",

@@ -18,7 +18,7 @@ from sqlalchemy.exc import DataError, IntegrityError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from ultron.errors import DatabaseBusy, ProviderUnavailable, ServiceUnavailable, UltronError
-from ultron.ops.logs import request_id_var
+from ultron.observability.logs import request_id_var
 from ultron.providers.base import ProviderError
 
 log = logging.getLogger(__name__)

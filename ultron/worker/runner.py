@@ -37,7 +37,7 @@ from ultron.db.engine import Database
 from ultron.db.models import WorkerProcess, WorkerRun
 from ultron.db.queries import q
 from ultron.memory.service import MemoryService
-from ultron.ops.metrics import record_worker_step
+from ultron.observability.metrics import record_worker_step
 from ultron.settings_store import RuntimeSettings
 from ultron.skills.service import SkillService
 from ultron.worker import queues

@@ -1,0 +1,102 @@
+"""`ultron bench-batch`: batch upload throughput against single uploads measured in the same run.
+
+Two fresh databases on one embedded server, the same synthetic corpus (ultron.bench.core.Corpus) for both:
+`--items` memories go in through `Ultron.upload_batch` (500 per call) into one, and a sample of
+`--single` of them through `Ultron.upload`, one call each, into the other, the two interleaved chunk by
+chunk so that the machine's load drifts over both alike. Both go through the in-process SDK (the whole
+service path: redaction, type, summaries, embedding, dedup under its lock, cluster assignment,
+contribution), so HTTP's own cost, which favours batches further, is left out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import uuid
+from typing import Any
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("bench-batch", help="batch upload throughput against single uploads (same run)")
+    p.add_argument("--database-url", dest="database_url", help="benchmark on this server (new databases)")
+    p.add_argument("--items", type=int, default=10_000, help="memories uploaded in batches")
+    p.add_argument("--single", type=int, default=400, help="of them, how many also go one by one")
+    p.add_argument("--batch-size", type=int, default=500, help="items per batch call (at most 500)")
+    p.add_argument(
+        "--embedder", choices=("hash", "local"), default="hash", help="hash (256-d) or the local e5 model"
+    )
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    # start-up: loaded when the command runs, not when the CLI builds its parser
+    import psycopg
+
+    # start-up: loaded when the command runs, not when the CLI builds its parser
+    from ultron.bench.core import Corpus, _admin_url, _server
+    from ultron.config import Settings
+    from ultron.hub import Hub
+    from ultron.memory.schemas import MAX_BATCH_ITEMS
+    from ultron.sdk import Ultron
+    from ultron.sdk._local import LocalBackend
+
+    size = min(args.batch_size, MAX_BATCH_ITEMS)
+    corpus = Corpus()
+    items: list[dict[str, Any]] = [corpus.memory() for _ in range(args.items)]
+    chunks = [items[i : i + size] for i in range(0, len(items), size)]
+    per_chunk = max(1, args.single // len(chunks))
+    names = {kind: f"ultron_bbench_{uuid.uuid4().hex[:8]}_{kind}" for kind in ("batch", "single")}
+    hubs: dict[str, Any] = {}
+    timings = {"batch": 0.0, "single": 0.0}
+    counts = {"batch": 0, "single": 0}
+    decisions: dict[str, dict[str, int]] = {"batch": {}, "single": {}}
+    with _server(args.database_url) as server:
+        admin = _admin_url(server)
+        try:
+            for kind, name in names.items():
+                with psycopg.connect(admin, autocommit=True) as conn:
+                    conn.execute(f"CREATE DATABASE {name}")
+                dimension: dict[str, Any] = {"embedding_dimension": 256} if args.embedder == "hash" else {}
+                settings = Settings(
+                    database_url=_admin_url(server, name),
+                    embedding_provider=args.embedder,
+                    hit_flush_seconds=0,
+                    **dimension,
+                )
+                hubs[kind] = Hub.open(settings)
+            clients = {k: Ultron._of(LocalBackend(h, owns_hub=False)) for k, h in hubs.items()}
+            clients["batch"].upload_batch(items[:1])  # warm both paths (models, plans, pools) once
+            clients["single"].upload(**items[1])
+            for n, chunk in enumerate(chunks):
+                start = time.perf_counter()
+                result = clients["batch"].upload_batch(chunk)
+                timings["batch"] += time.perf_counter() - start
+                counts["batch"] += len(chunk)
+                for r in result.results:
+                    decisions["batch"][r.decision] = decisions["batch"].get(r.decision, 0) + 1
+                for item in chunk[:per_chunk]:
+                    start = time.perf_counter()
+                    decision = clients["single"].upload(**item).decision
+                    timings["single"] += time.perf_counter() - start
+                    counts["single"] += 1
+                    decisions["single"][decision] = decisions["single"].get(decision, 0) + 1
+                print(f"\r  batches: {n + 1}/{len(chunks)}", end="", file=sys.stderr)
+            print(file=sys.stderr)
+        finally:
+            for hub in hubs.values():
+                hub.close()
+            with psycopg.connect(admin, autocommit=True) as conn:
+                for name in names.values():
+                    conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    rate = {k: counts[k] / timings[k] for k in timings}
+    print(
+        f"ultron bench-batch: {args.embedder} embedder, heuristic LLM, redaction "
+        f"{'on' if Settings().redaction_enabled else 'off'}; {counts['batch']} memories in batches of {size} "
+        f"(decisions {decisions['batch']}), {counts['single']} of them one by one (decisions "
+        f"{decisions['single']}), interleaved"
+    )
+    print(f"single uploads: {rate['single']:8.1f} memories/s ({1000 / rate['single']:.2f} ms each)")
+    print(f"batch uploads:  {rate['batch']:8.1f} memories/s ({1000 / rate['batch']:.2f} ms each)")
+    print(f"batch / single throughput: {rate['batch'] / rate['single']:.2f}x (target >= 5x)")
+    return 0
