@@ -13,7 +13,7 @@ import hashlib
 import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 from uuid import UUID
 
 from sqlalchemy import insert, select
@@ -21,17 +21,28 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
+from ultron.config import Settings
 from ultron.db.models import RawUpload, SessionRecord, TaskSegment
 from ultron.db.queries import q
 from ultron.ingestion.formats import ParsedSession
+from ultron.ingestion.redaction import Scrubber
 from ultron.ingestion.schemas import FileResult, IngestFile, LineProblem
 from ultron.tenancy import Actor
 from ultron.trajectory.canonical import fingerprint, message_digest
 from ultron.trajectory.segmentation import segment_messages
 from ultron.trajectory.sessions import copy_messages, message_row, strip_nul, time_range
 
-if TYPE_CHECKING:
-    from ultron.ingestion.service import IngestionService  # the service imports this module
+
+class IngestionHost(Protocol):
+    """What a bulk ingest reads of ultron/ingestion/service.py's IngestionService (its caller)."""
+
+    settings: Settings
+    intelligence: Any
+    scrubber: Scrubber
+
+    @property
+    def segment_inline(self) -> bool: ...
+
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +79,7 @@ def archived_digests(session: Session, actor: Actor, digests: list[str]) -> set[
 
 
 def unchanged_results(
-    service: IngestionService,
+    service: IngestionHost,
     session: Session,
     actor: Actor,
     prepared: dict[int, Prepared],
@@ -111,7 +122,7 @@ def unchanged_results(
 
 
 def _segment_rows(
-    service: IngestionService, actor: Actor, session_id: UUID, prepared: Prepared
+    service: IngestionHost, actor: Actor, session_id: UUID, prepared: Prepared
 ) -> list[dict[str, Any]]:
     messages = prepared.parsed.messages
     spans = segment_messages(messages, service.intelligence, 0)
@@ -132,7 +143,7 @@ def _segment_rows(
 
 
 def _archive_many(
-    service: IngestionService, session: Session, actor: Actor, items: list[tuple[Prepared, UUID]]
+    service: IngestionHost, session: Session, actor: Actor, items: list[tuple[Prepared, UUID]]
 ) -> set[str]:
     """Archive the files under the cap whose content is not archived yet; returns the archived names."""
     cap = service.settings.raw_archive_max_bytes
@@ -174,7 +185,7 @@ def _archive_many(
 
 
 def create_sessions(
-    service: IngestionService, session: Session, actor: Actor, prepared: list[Prepared]
+    service: IngestionHost, session: Session, actor: Actor, prepared: list[Prepared]
 ) -> list[FileResult]:
     """Insert every file in `prepared` as a new session (none exists yet); raises BulkConflict if one does."""
     inline = service.segment_inline

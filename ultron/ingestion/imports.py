@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import Protocol
 from uuid import UUID
 
 from sqlalchemy import func, insert, select, update
@@ -29,10 +29,18 @@ from ultron.trajectory.messages import Message
 from ultron.trajectory.pipeline import archive_memories_of
 from ultron.trajectory.sessions import notify_work, store_session
 
-if TYPE_CHECKING:
-    from ultron.ingestion.service import Segmenter  # the service imports this module
-
 log = logging.getLogger(__name__)
+
+
+class Segmenter(Protocol):
+    """(Re)segments a stored session in the caller's transaction; returns how many new segments it got
+    (ultron/trajectory/pipeline.py's segment_session). `messages`: the session's messages when the caller
+    holds them."""
+
+    def __call__(
+        self, session: Session, session_id: UUID, *, messages: list[Message] | None = None
+    ) -> int: ...
+
 
 INSERT_BATCH = 500
 REVIEW_PAGE_MAX = 500

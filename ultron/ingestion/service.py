@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from typing import Any, Protocol
+from typing import Any
 from uuid import UUID
 
 from sqlalchemy import select
@@ -28,13 +28,12 @@ from ultron.ingestion.batch import (
     unchanged_results,
 )
 from ultron.ingestion.formats import parse_session
-from ultron.ingestion.imports import ImportService
+from ultron.ingestion.imports import ImportService, Segmenter
 from ultron.ingestion.redaction import Scrubber
 from ultron.ingestion.schemas import FileResult, IngestFile, IngestResult, IngestTextResult, LineProblem
 from ultron.memory.schemas import UploadRequest, UploadResult
 from ultron.memory.service import MemoryService
 from ultron.tenancy import Actor
-from ultron.trajectory.messages import Message
 from ultron.trajectory.sessions import notify_work, store_session, unchanged_session
 
 log = logging.getLogger(__name__)
@@ -44,16 +43,6 @@ MAX_NAME_CHARS = 1000
 BULK_MIN_FILES = 2
 # Malformed lines listed per file; the count beyond is still reported.
 MAX_LINE_PROBLEMS = 100
-
-
-class Segmenter(Protocol):
-    """(Re)segments a stored session in the caller's transaction; returns how many new segments it got
-    (ultron/trajectory/pipeline.py's segment_session). `messages`: the session's messages when the caller
-    holds them."""
-
-    def __call__(
-        self, session: Session, session_id: UUID, *, messages: list[Message] | None = None
-    ) -> int: ...
 
 
 class IngestionService:
