@@ -69,15 +69,18 @@ class Ultron:
     ):
         self._backend: Any
         if base_url is not None:
+            # start-up: each backend loads only when chosen (an HTTP client never imports the hub)
             from ultron.sdk._http import HttpBackend
 
             self._backend = HttpBackend(base_url, api_key, timeout=timeout, transport=transport)
         else:
+            # start-up: the in-process backend and the hub, only for a local client
             from ultron.hub import Hub
             from ultron.sdk._local import LocalBackend
 
             owns = hub is None
             if hub is None:
+                # start-up: pydantic-settings, only for a local client
                 from ultron.config import Settings
 
                 hub = Hub.open(settings or Settings())
@@ -242,6 +245,7 @@ class Ultron:
         group: str | None = None,
     ) -> ReflectionResult:
         """Store a reflection (the agent's own lesson) and mark `source_ids` as reflected on."""
+        # start-up: loaded where used (a CLI search needs the memory schemas and nothing else)
         from ultron.companion.schemas import ReflectionRequest
 
         req = ReflectionRequest(
@@ -286,6 +290,7 @@ class Ultron:
     def ingest(self, paths: Sequence[str | os.PathLike[str]]) -> IngestResult:
         """Ingest session files: directories expand recursively to their .jsonl files (hidden segments and
         symlinks skipped). Files are read here, on this machine, and their contents sent to the hub."""
+        # start-up: loaded where used (a CLI search needs the memory schemas and nothing else)
         from ultron.ingestion.paths import ingest_paths
 
         return ingest_paths(self._backend.ingest_files, paths)
@@ -300,6 +305,7 @@ class Ultron:
 
     def import_history(self, kind: str, path: str | os.PathLike[str], *, wait: bool = True) -> ImportStatus:
         """Import a chat-history export (chatgpt, claude, deepseek, markdown, text) read from this machine."""
+        # start-up: loaded where used (a CLI search needs the memory schemas and nothing else)
         from pathlib import Path
 
         data = Path(path).expanduser().read_bytes()
@@ -330,6 +336,7 @@ class Ultron:
 
     def search_skills(self, query: str, limit: int = 5) -> list[SkillHit]:
         """The latest active version of each skill, nearest to the query first."""
+        # start-up: loaded where used (a CLI search needs the memory schemas and nothing else)
         from ultron.skills.schemas import SkillSearchRequest
 
         req = SkillSearchRequest(query=query, limit=limit)
@@ -352,12 +359,14 @@ class Ultron:
 
     def export_skill(self, slug: str, directory: str | os.PathLike[str], version: str | None = None) -> Path:
         """Write the skill folder to `directory/<slug>/` (SKILL.md and its files); returns that folder."""
+        # start-up: loaded where used (a CLI search needs the memory schemas and nothing else)
         from ultron.skills import bundle
 
         return bundle.write_dir(directory, slug, self._backend.skill_folder(slug, version))
 
     def upload_skill(self, directory: str | os.PathLike[str]) -> SkillUploadResult:
         """Upload a skill folder holding SKILL.md, read on this machine (hidden files and links skipped)."""
+        # start-up: loaded where used (a CLI search needs the memory schemas and nothing else)
         from ultron.skills import bundle
 
         return self._backend.upload_skill(bundle.read_dir(directory))

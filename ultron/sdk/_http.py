@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import quote
 from uuid import UUID
 
 import httpx
 
+from ultron.clusters.schemas import ClusterDetail, ClusterSummary
+from ultron.companion.schemas import Brief, Dream, ReflectionRequest, ReflectionResult
 from ultron.errors import (
     Conflict,
     DatabaseSetupError,
@@ -20,6 +22,12 @@ from ultron.errors import (
     ValidationFailed,
 )
 from ultron.groups.schemas import GroupInfo
+from ultron.ingestion.schemas import (
+    ImportStatus,
+    IngestFile,
+    IngestResult,
+    IngestTextResult,
+)
 from ultron.memory.schemas import (
     Contribution,
     MemoryPatch,
@@ -32,6 +40,16 @@ from ultron.memory.schemas import (
     UploadResult,
 )
 from ultron.skills import bundle
+from ultron.skills.schemas import (
+    EvolutionEntry,
+    SkillDetail,
+    SkillHit,
+    SkillStatusFilter,
+    SkillSummary,
+    SkillUploadResult,
+)
+from ultron.trajectory.schemas import SegmentInfo, SessionInfo
+from ultron.worker.status import WorkerStatus
 
 IMPORT_POLL_SECONDS = 0.5
 _ERRORS: dict[int, type[UltronError]] = {
@@ -44,26 +62,6 @@ _ERRORS: dict[int, type[UltronError]] = {
     422: ValidationFailed,
     503: DatabaseSetupError,
 }
-
-if TYPE_CHECKING:  # loaded where used: a search or an upload needs the memory schemas only
-    from ultron.clusters.schemas import ClusterDetail, ClusterSummary
-    from ultron.companion.schemas import Brief, Dream, ReflectionRequest, ReflectionResult
-    from ultron.ingestion.schemas import (
-        ImportStatus,
-        IngestFile,
-        IngestResult,
-        IngestTextResult,
-    )
-    from ultron.skills.schemas import (
-        EvolutionEntry,
-        SkillDetail,
-        SkillHit,
-        SkillStatusFilter,
-        SkillSummary,
-        SkillUploadResult,
-    )
-    from ultron.trajectory.schemas import SegmentInfo, SessionInfo
-    from ultron.worker.status import WorkerStatus
 
 
 _WRITTEN = "X-Ultron-Written-LSN"  # ultron.routing.deps.WRITTEN_HEADER (not imported: the SDK stays light)
@@ -177,7 +175,6 @@ class HttpBackend:
         return MemoryStats.model_validate(self._request("GET", "/memories/stats"))
 
     def brief(self, task: str | None, max_tokens: int | None) -> Brief:
-        from ultron.companion.schemas import Brief
 
         params = {k: v for k, v in {"task": task, "max_tokens": max_tokens}.items() if v is not None}
         return Brief.model_validate(self._request("GET", "/brief", params=params))
@@ -191,12 +188,10 @@ class HttpBackend:
         return MemoryRecord.model_validate(self._request("POST", path))
 
     def dream(self, limit: int) -> Dream:
-        from ultron.companion.schemas import Dream
 
         return Dream.model_validate(self._request("GET", "/reflect", params={"limit": limit}))
 
     def reflect(self, req: ReflectionRequest) -> ReflectionResult:
-        from ultron.companion.schemas import ReflectionResult
 
         body = req.model_dump(mode="json")
         return ReflectionResult.model_validate(self._request("POST", "/reflections", json=body))
@@ -223,13 +218,11 @@ class HttpBackend:
         return GroupInfo.model_validate(self._request("DELETE", path))
 
     def ingest_files(self, files: list[IngestFile]) -> IngestResult:
-        from ultron.ingestion.schemas import IngestResult
 
         parts = [("files", (f.name, f.content, "application/octet-stream")) for f in files]
         return IngestResult.model_validate(self._request("POST", "/ingest", files=parts))
 
     def ingest_text(self, text: str) -> IngestTextResult:
-        from ultron.ingestion.schemas import IngestTextResult
 
         return IngestTextResult.model_validate(self._request("POST", "/ingest/text", json={"text": text}))
 
@@ -237,7 +230,6 @@ class HttpBackend:
         return dict(self._request("POST", "/trajectory/process", json={"limit": limit}))
 
     def import_history(self, kind: str, name: str, data: bytes, wait: bool) -> ImportStatus:
-        from ultron.ingestion.schemas import ImportStatus
 
         files = {"file": (name, data, "application/octet-stream")}
         status = ImportStatus.model_validate(
@@ -249,47 +241,41 @@ class HttpBackend:
         return status
 
     def list_sessions(self, limit: int) -> list[SessionInfo]:
-        from ultron.trajectory.schemas import SessionInfo
 
         data = self._request("GET", "/sessions", params={"limit": limit})
         return [SessionInfo.model_validate(r) for r in data]
 
     def list_segments(self, session_id: UUID | None, stage: str | None, limit: int) -> list[SegmentInfo]:
-        from ultron.trajectory.schemas import SegmentInfo
 
         params = {"session_id": session_id, "stage": stage, "limit": limit}
         data = self._request("GET", "/segments", params={k: v for k, v in params.items() if v is not None})
         return [SegmentInfo.model_validate(r) for r in data]
 
     def list_imports(self) -> list[ImportStatus]:
-        from ultron.ingestion.schemas import ImportStatus
 
         return [ImportStatus.model_validate(r) for r in self._request("GET", "/imports")]
 
     def import_status(self, job_id: UUID) -> ImportStatus:
-        from ultron.ingestion.schemas import ImportStatus
 
         return ImportStatus.model_validate(self._request("GET", f"/imports/{job_id}"))
 
     def worker_status(self) -> WorkerStatus:
+        # start-up: the worker's status model imports SQLAlchemy; an HTTP client loads it on first use
         from ultron.worker.status import WorkerStatus
 
         return WorkerStatus.model_validate(self._request("GET", "/worker/status"))
 
     def search_skills(self, query: str, limit: int) -> list[SkillHit]:
-        from ultron.skills.schemas import SkillHit
 
         data = self._request("POST", "/skills/search", json={"query": query, "limit": limit})
         return [SkillHit.model_validate(h) for h in data]
 
     def list_skills(self, status: SkillStatusFilter, limit: int, offset: int) -> list[SkillSummary]:
-        from ultron.skills.schemas import SkillSummary
 
         params = {"status": status, "limit": limit, "offset": offset}
         return [SkillSummary.model_validate(r) for r in self._request("GET", "/skills", params=params)]
 
     def get_skill(self, slug: str, version: str | None) -> SkillDetail:
-        from ultron.skills.schemas import SkillDetail
 
         return SkillDetail.model_validate(self._request("GET", _skill(slug), params=_version(version)))
 
@@ -301,24 +287,20 @@ class HttpBackend:
         return bundle.read_zip(data)
 
     def skill_history(self, slug: str, limit: int) -> list[EvolutionEntry]:
-        from ultron.skills.schemas import EvolutionEntry
 
         data = self._request("GET", f"{_skill(slug)}/history", params={"limit": limit})
         return [EvolutionEntry.model_validate(r) for r in data]
 
     def upload_skill(self, files: dict[str, str]) -> SkillUploadResult:
-        from ultron.skills.schemas import SkillUploadResult
 
         return SkillUploadResult.model_validate(self._request("POST", "/skills", json={"files": files}))
 
     def list_clusters(self, limit: int, offset: int) -> list[ClusterSummary]:
-        from ultron.clusters.schemas import ClusterSummary
 
         data = self._request("GET", "/clusters", params={"limit": limit, "offset": offset})
         return [ClusterSummary.model_validate(r) for r in data]
 
     def get_cluster(self, cluster_id: UUID) -> ClusterDetail:
-        from ultron.clusters.schemas import ClusterDetail
 
         return ClusterDetail.model_validate(self._request("GET", f"/clusters/{cluster_id}"))
 

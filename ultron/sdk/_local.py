@@ -8,13 +8,15 @@ from typing import Any, TypeVar
 from uuid import UUID
 
 from sqlalchemy import select
+from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
 from ultron import validation
 from ultron.clusters import views as cluster_views
 from ultron.clusters.schemas import ClusterDetail, ClusterSummary
 from ultron.companion.schemas import Brief, Dream, ReflectionRequest, ReflectionResult
-from ultron.db.models import Agent
+from ultron.db.models import Agent, Tenant
+from ultron.errors import NotFound
 from ultron.groups import service as groups
 from ultron.groups.schemas import GroupInfo
 from ultron.hub import Hub, build_worker
@@ -24,6 +26,7 @@ from ultron.ingestion.schemas import (
     IngestResult,
     IngestTextResult,
 )
+from ultron.memory.batch import check_items, summarize
 from ultron.memory.schemas import (
     Contribution,
     MemoryPatch,
@@ -44,8 +47,9 @@ from ultron.skills.schemas import (
     SkillUploadResult,
 )
 from ultron.tenancy import Actor, ensure_tenant, local_actor, member_groups
+from ultron.trajectory import views
 from ultron.trajectory.schemas import SegmentInfo, SessionInfo
-from ultron.worker.status import WorkerStatus
+from ultron.worker.status import WorkerStatus, worker_status
 
 T = TypeVar("T")
 
@@ -93,7 +97,6 @@ class LocalBackend:
         return self._run(lambda s, a: self.hub.memory.upload(s, a, req))
 
     def upload_batch(self, items: list[dict[str, Any]]) -> UploadBatchResult:
-        from ultron.memory.batch import check_items, summarize
 
         memory = self.hub.memory
         reqs = check_items(items)
@@ -182,12 +185,10 @@ class LocalBackend:
         return self.hub.ingestion.imports.run(self.actor, status.id) if wait else status
 
     def list_sessions(self, limit: int) -> list[SessionInfo]:
-        from ultron.trajectory import views
 
         return self._run(lambda s, a: views.list_sessions(s, a, limit=limit))
 
     def list_segments(self, session_id: UUID | None, stage: str | None, limit: int) -> list[SegmentInfo]:
-        from ultron.trajectory import views
 
         return self._run(
             lambda s, a: views.list_segments(s, a, session_id=session_id, stage=stage, limit=limit)
@@ -200,7 +201,6 @@ class LocalBackend:
         return self._run(lambda s, a: self.hub.ingestion.imports.status(s, a, job_id))
 
     def worker_status(self) -> WorkerStatus:
-        from ultron.worker.status import worker_status
 
         lease = self.hub.settings.worker_lease_seconds
         return self._run(lambda s, a: worker_status(s, a.tenant_id, lease_seconds=lease))
@@ -247,7 +247,6 @@ class LocalBackend:
 
 def _named_actor(session: Session, name: str, tenant: str) -> Actor:
     """Act in-process as a named agent (created without a key if it does not exist)."""
-    from sqlalchemy.dialects.postgresql import insert
 
     tenant_id = ensure_tenant(session, tenant)
     session.execute(
@@ -263,8 +262,6 @@ def _named_actor(session: Session, name: str, tenant: str) -> Actor:
 
 def existing_actor(session: Session, name: str, tenant: str) -> Actor:
     """Act in-process as an agent that exists; NotFound (with how to create it) otherwise."""
-    from ultron.db.models import Tenant
-    from ultron.errors import NotFound
 
     row = session.execute(
         select(Agent, Tenant.name)
