@@ -9,6 +9,7 @@ import json
 from types import SimpleNamespace
 from typing import Any
 
+from ultron.api.app import create_app
 from ultron.config import Settings
 
 HEADER = """# HTTP API reference
@@ -31,8 +32,6 @@ than 64 levels included); `503 provider_unavailable` (an embedding provider fail
 
 def openapi_schema() -> dict[str, Any]:
     """The schema of the app as `ultron serve` builds it, without a database (only settings are read)."""
-    from ultron.api.app import create_app
-
     app = create_app(SimpleNamespace(settings=Settings(_env_file=None)))  # type: ignore[arg-type,call-arg]
     return app.openapi()
 

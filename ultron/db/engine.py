@@ -55,6 +55,7 @@ def _normalize_url(url: str) -> str:
 
 
 def _register_vector(dbapi_conn: psycopg.Connection[Any], _record: object) -> None:
+    # start-up: pgvector's psycopg adapter (numpy) loads with the first connection
     from pgvector.psycopg import register_vector
 
     try:
@@ -303,6 +304,7 @@ class Database:
         for replica in self.replicas:
             replica.engine.dispose()
         if self.embedded_dir is not None:
+            # start-up: the embedded server's module only when this database runs one
             from ultron.db.embedded import stop_embedded
 
             stop_embedded(self.embedded_dir)
@@ -311,6 +313,7 @@ class Database:
 def resolve_url(settings: Settings) -> tuple[str, Path | None]:
     if settings.database_url is not None:
         return settings.database_url.get_secret_value(), None
+    # start-up: the embedded server's module only when no database URL is given
     from ultron.db.embedded import start_embedded
 
     return (
@@ -351,6 +354,7 @@ def open_database(settings: Settings, *, migrate: bool = True) -> Database:
     try:
         ensure_vector_extension(db.engine)
         if migrate:
+            # start-up: alembic loads only when this process migrates
             from ultron.db.migrate import upgrade_to_head
 
             upgrade_to_head(db.engine)

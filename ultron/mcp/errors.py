@@ -21,6 +21,7 @@ from sqlalchemy.exc import DataError, OperationalError
 
 from ultron import validation
 from ultron.errors import UltronError
+from ultron.observability.logs import request_id_var
 from ultron.providers.base import ProviderError
 from ultron.routing.errors import provider_unavailable
 
@@ -75,8 +76,6 @@ def tool_errors() -> Iterator[None]:
         )
         raise ToolError(f"validation_error: {problems}") from None
     except Exception as exc:
-        from ultron.observability.logs import request_id_var
-
         rid = request_id_var.get() or uuid.uuid4().hex
         log.error("MCP tool failed (request id %s)", rid, exc_info=exc)
         raise ToolError(f"internal_error: an internal error occurred (request id {rid})") from None

@@ -55,6 +55,7 @@ def _get_jieba():  # type: ignore[no-untyped-def]
     if _jieba is None:
         with _jieba_lock:
             if _jieba is None:
+                # start-up: jieba loads its dictionary (about a second), only for CJK text
                 import jieba
 
                 jieba.setLogLevel(logging.WARNING)

