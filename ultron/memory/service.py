@@ -945,35 +945,7 @@ class MemoryService:
     def _search_result(
         self, row: Any, detail_level: str, explain: bool, floor: float, st: Settings | None = None
     ) -> SearchResult:
-        record = MemoryRecord(
-            id=row.id,
-            memory_type=row.memory_type,
-            content=row.content,
-            context=row.context,
-            resolution=row.resolution,
-            tags=list(row.tags),
-            summary_l0=row.summary_l0,
-            overview_l1=row.overview_l1,
-            tier=row.tier,
-            status=row.status,
-            scope=row.scope,
-            group=row.group_name,
-            pinned=row.pinned,
-            hit_count=row.hit_count,
-            last_hit_at=row.last_hit_at,
-            created_at=row.created_at,
-            updated_at=row.updated_at,
-            agent=row.agent_name,
-            redacted_entities=dict(row.redacted_entities or {}),
-            contributions=int(row.contributions),
-            valence=row.valence,
-            arousal=row.arousal,
-            thread=row.thread,
-            position=row.position,
-            occurred_at=row.occurred_at,
-            importance=row.importance,
-            resolved_at=row.resolved_at,
-        )
+        record = to_record(row, row.agent_name, row.contributions)
         calibrated = calibrated_relevance(self.settings.embedding_provider, row)
         components = None
         if explain:
@@ -1180,7 +1152,8 @@ class MemoryService:
         )
 
 
-def to_record(m: Memory, agent: str | None, contributions: int) -> MemoryRecord:
+def to_record(m: Memory | Any, agent: str | None, contributions: int) -> MemoryRecord:
+    """A memory's record, from its ORM row or a query row with the same column names (the search's)."""
     return MemoryRecord(
         id=m.id,
         memory_type=m.memory_type,  # type: ignore[arg-type]
