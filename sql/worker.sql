@@ -101,6 +101,7 @@ SET parked_at = now(), lease_owner = NULL, lease_expires_at = NULL,
         || format('lease expired %s times: the worker died or hung while working on it', attempts)
 WHERE needs_segmentation AND parked_at IS NULL AND attempts >= :max_attempts
   AND (lease_expires_at IS NULL OR lease_expires_at < now())
+  AND (CAST(:tenant_id AS uuid) IS NULL OR tenant_id = CAST(:tenant_id AS uuid))
 RETURNING id
 
 -- name: park_abandoned_segments
@@ -110,6 +111,7 @@ SET parked_at = now(), lease_owner = NULL, lease_expires_at = NULL,
         || format('lease expired %s times: the worker died or hung while working on it', attempts)
 WHERE stage IN ('score', 'extract') AND parked_at IS NULL AND attempts >= :max_attempts
   AND (lease_expires_at IS NULL OR lease_expires_at < now())
+  AND (CAST(:tenant_id AS uuid) IS NULL OR tenant_id = CAST(:tenant_id AS uuid))
 RETURNING id
 
 -- name: heartbeat_sessions

@@ -194,6 +194,17 @@ def test_a_caller_that_waits_drains_only_its_tenant_through_the_same_leases(work
     with hub.db.session() as session:
         mine = local_actor(session).tenant_id
         held = queues.lease(session, SEGMENT, "busy", LeasePolicy(60.0, 5, 0.0), tenant_id=mine)[0]
+        # One of bob's sessions was abandoned by dying workers: its attempts ran out through expired leases.
+        abandoned = session.execute(
+            select(SessionRecord.id).where(SessionRecord.tenant_id == bob.tenant_id).limit(1)
+        ).scalar_one()
+        session.execute(
+            text(
+                "UPDATE sessions SET attempts = :n, lease_owner = 'dead', "
+                "lease_expires_at = now() - interval '1 minute' WHERE id = :id"
+            ),
+            {"n": hub.settings.worker_max_attempts, "id": abandoned},
+        )
     counts = build_worker(hub).process_due(mine)
     assert counts["sessions"] == 2 and counts["failed"] == 0 and counts["scored"] == counts["new_segments"]
     with hub.db.session() as session:
@@ -204,3 +215,6 @@ def test_a_caller_that_waits_drains_only_its_tenant_through_the_same_leases(work
         ).all()
     assert {(r.id, r.lease_owner) for r in queued if r.tenant_id == mine} == {(held.id, "busy")}
     assert sum(r.tenant_id == bob.tenant_id for r in queued) == 2
+    with hub.db.session() as session:  # my tenant's wait parked nothing of bob's; the worker's own pass does
+        assert session.get(SessionRecord, (abandoned, bob.tenant_id)).parked_at is None
+        assert queues.park_abandoned(session, LeasePolicy(60.0, hub.settings.worker_max_attempts, 0.0)) == 1

@@ -122,13 +122,13 @@ def fail(session: Session, queue: Queue, item_id: UUID, owner: str, error: str, 
     return bool(row and row.parked)
 
 
-def park_abandoned(session: Session, policy: LeasePolicy) -> int:
-    """Park items whose attempts ran out through expired leases alone (their worker kept dying)."""
+def park_abandoned(session: Session, policy: LeasePolicy, tenant_id: UUID | None = None) -> int:
+    """Park items whose attempts ran out through expired leases alone (their worker kept dying); only
+    `tenant_id`'s when given (a request waiting on its own tenant's work touches no other tenant's)."""
     parked = 0
+    params = {"max_attempts": policy.max_attempts, "tenant_id": tenant_id}
     for table in TABLES:
-        parked += len(
-            session.execute(q(f"park_abandoned_{table}"), {"max_attempts": policy.max_attempts}).all()
-        )
+        parked += len(session.execute(q(f"park_abandoned_{table}"), params).all())
     return parked
 
 

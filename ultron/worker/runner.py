@@ -213,7 +213,9 @@ class Worker:
         handler = self._handler(queue)
         counts = {"done": 0, "failed": 0, "parked": 0, "lost": 0}
         with self.db.session() as session:
-            counts["parked"] += queues.park_abandoned(session, self.policy) if queue is SEGMENT else 0
+            counts["parked"] += (
+                queues.park_abandoned(session, self.policy, tenant_id) if queue is SEGMENT else 0
+            )
         failed: set[UUID] = set()  # not retried within this drain, whatever their backoff
         taken = 0
         while not self.stopping and (limit is None or taken < limit):
