@@ -6,6 +6,7 @@ import hashlib
 import secrets
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 from uuid import UUID
 
 from sqlalchemy import func, select
@@ -30,6 +31,11 @@ class Actor:
     tenant_name: str = DEFAULT_TENANT
     groups: tuple[str, ...] = field(default_factory=tuple)
     is_admin: bool = False
+
+    def visibility(self) -> dict[str, Any]:
+        """The parameters of the named queries' visibility filter: what this agent may see (sql/*.sql:
+        shared memories, its own private ones, its groups' ones)."""
+        return {"tenant_id": self.tenant_id, "agent_id": self.agent_id, "groups": list(self.groups)}
 
 
 @dataclass(frozen=True)

@@ -34,11 +34,6 @@ SERENDIPITY_POOL = 50
 SERENDIPITY_MAX = 3
 
 
-def visibility(actor: Actor) -> dict[str, Any]:
-    """The named queries' parameters for what an agent may see."""
-    return {"tenant_id": actor.tenant_id, "agent_id": actor.agent_id, "groups": list(actor.groups)}
-
-
 class MemoryHooks:
     def __init__(
         self,
@@ -97,7 +92,7 @@ class MemoryHooks:
         touched = session.execute(
             q("ripple_from"),
             {
-                **visibility(actor),
+                **actor.visibility(),
                 "source_ids": list(ids),
                 "window_seconds": st.ripple_window_hours * 3600.0,
                 "k": st.ripple_neighbours,
@@ -309,7 +304,7 @@ class MemoryHooks:
             session.execute(
                 q("serendipity_pool"),
                 {
-                    **visibility(actor),
+                    **actor.visibility(),
                     "exclude": [r.record.id for r in found],
                     "min_age_seconds": st.serendipity_min_age_days * 86400.0,
                     "pool": SERENDIPITY_POOL,

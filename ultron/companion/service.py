@@ -18,7 +18,7 @@ import numpy as np
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from ultron.companion.hooks import MemoryHooks, visibility
+from ultron.companion.hooks import MemoryHooks
 from ultron.companion.schemas import (
     Brief,
     BriefItem,
@@ -37,7 +37,7 @@ from ultron.memory.schemas import (
     MemoryRecord,
     UploadRequest,
 )
-from ultron.memory.service import MemoryService
+from ultron.memory.service import MemoryService, load_records
 from ultron.memory.text import PERSONAL_TYPES, REFLECTION_TYPE
 from ultron.providers.tokens import count_tokens, truncate_to_tokens
 from ultron.tenancy import Actor
@@ -114,7 +114,7 @@ class CompanionService:
             vector = np.asarray(self.memory.embedder.embed([task], kind="query")[0], dtype=np.float32)
         st = self.tenant_settings(session, actor.tenant_id)
         budget = st.brief_max_tokens if max_tokens is None else max_tokens
-        params = visibility(actor)
+        params = actor.visibility()
         pinned = session.execute(q("brief_pinned"), {**params, "limit": BRIEF_PINNED_LIMIT}).all()
         personal: Sequence[Any] = []
         if st.brief_personal_limit > 0:
@@ -194,7 +194,7 @@ class CompanionService:
         rows = session.execute(
             q("reflection_repeats"),
             {
-                **visibility(actor),
+                **actor.visibility(),
                 "similarity": self.memory.soft_threshold,
                 "min_others": REPEATED_REFLECTIONS - 1,
                 "pool": REFLECTION_POOL,
@@ -224,8 +224,8 @@ class CompanionService:
         """Recent memories this agent has not reflected on, each with a prompt, plus guidance."""
         if not 1 <= limit <= 50:
             raise ValidationFailed("limit must be between 1 and 50")
-        ids = list(session.execute(q("dream_candidates"), {**visibility(actor), "limit": limit}).scalars())
-        records = self.memory._records(session, ids, actor)
+        ids = list(session.execute(q("dream_candidates"), {**actor.visibility(), "limit": limit}).scalars())
+        records = load_records(session, ids, actor)
         items = [
             DreamItem(record=records[i], prompt=DREAM_PROMPTS.get(records[i].memory_type, DREAM_GUIDANCE[0]))
             for i in ids
@@ -245,7 +245,7 @@ class CompanionService:
     def reflect(self, session: Session, actor: Actor, req: ReflectionRequest) -> ReflectionResult:
         """Store a reflection (its own type: never merged into events) and mark its sources reflected on."""
         sources = list(dict.fromkeys(req.source_ids))
-        visible = self.memory._records(session, sources, actor)
+        visible = load_records(session, sources, actor)
         missing = [str(i) for i in sources if i not in visible]
         if missing:
             raise NotFound(f"memories not found: {', '.join(missing)}")

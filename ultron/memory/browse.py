@@ -21,6 +21,7 @@ from ultron.db.queries import q
 from ultron.errors import NotFound, ValidationFailed
 from ultron.memory import fulltext
 from ultron.memory.schemas import MemoryStats, MemoryType, Scope, Status, Tier
+from ultron.memory.service import visible_to
 from ultron.tenancy import Actor
 
 Sort = Literal["created", "updated", "hits"]
@@ -133,15 +134,6 @@ class ActivityDay(BaseModel):
     events: int
 
 
-def visible(actor: Actor) -> Any:
-    """What the agent may see: shared memories, its own private ones, its groups'."""
-    return (
-        (Memory.scope == "shared")
-        | ((Memory.scope == "private") & (Memory.agent_id == actor.agent_id))
-        | ((Memory.scope == "group") & Memory.group_name.in_(list(actor.groups) or [""]))
-    )
-
-
 def _sort_columns(sort: Sort) -> tuple[Any, Any]:
     key = {"created": Memory.created_at, "updated": Memory.updated_at, "hits": Memory.hit_count}[sort]
     return key, Memory.id
@@ -165,7 +157,7 @@ def decode_cursor(cursor: str, sort: Sort) -> tuple[Any, UUID]:
 
 
 def _conditions(actor: Actor, f: MemoryFilter) -> list[Any]:
-    where = [Memory.tenant_id == actor.tenant_id, visible(actor)]
+    where = [Memory.tenant_id == actor.tenant_id, visible_to(actor)]
     for column, value in (
         (Memory.memory_type, f.memory_type),
         (Memory.tier, f.tier),
@@ -245,7 +237,9 @@ def _row(m: Memory, agent: str | None) -> MemoryRow:
 
 def _check_visible(session: Session, actor: Actor, memory_id: UUID) -> None:
     found = session.execute(
-        select(Memory.id).where(Memory.id == memory_id, Memory.tenant_id == actor.tenant_id, visible(actor))
+        select(Memory.id).where(
+            Memory.id == memory_id, Memory.tenant_id == actor.tenant_id, visible_to(actor)
+        )
     ).first()
     if found is None:
         raise NotFound(f"memory {memory_id} not found")
@@ -281,10 +275,6 @@ def hit_history(
     )
 
 
-def _actor_params(actor: Actor) -> dict[str, Any]:
-    return {"tenant_id": actor.tenant_id, "agent_id": actor.agent_id, "groups": list(actor.groups)}
-
-
 def memory_map(session: Session, actor: Actor, *, per_tier: int = 400, max_clusters: int = 100) -> MemoryMap:
     """The most used memories of each tier, the per tier/type totals they stand for (one scan), and the
     knowledge clusters those memories belong to."""
@@ -294,7 +284,7 @@ def memory_map(session: Session, actor: Actor, *, per_tier: int = 400, max_clust
         raise ValidationFailed(f"max_clusters must be between 0 and {MAX_MAP_CLUSTERS}")
     nodes: list[MapNode] = []
     totals: list[MapCell] = []
-    for r in session.execute(q("map_sample"), {**_actor_params(actor), "per_tier": per_tier}):
+    for r in session.execute(q("map_sample"), {**actor.visibility(), "per_tier": per_tier}):
         if r.kind == "node":
             nodes.append(
                 MapNode(
@@ -355,7 +345,7 @@ def memory_stats(session: Session, actor: Actor) -> tuple[MemoryStats, int]:
     dims: dict[str, dict[str, int]] = {
         d: {} for d in ("tier", "type", "status", "scope", "pinned", "redacted")
     }
-    for r in session.execute(q("memory_counts"), _actor_params(actor)):
+    for r in session.execute(q("memory_counts"), actor.visibility()):
         if r.dimension == "redacted":
             dims["redacted"][r.key] = int(r.n)
             continue

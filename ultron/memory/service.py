@@ -909,9 +909,7 @@ class MemoryService:
         st = st or self.settings
         span = query_time_range(query)
         return {
-            "tenant_id": actor.tenant_id,
-            "agent_id": actor.agent_id,
-            "groups": list(actor.groups),
+            **actor.visibility(),
             "tier": tier,
             "embedding": vector,
             **fulltext.lexical_query(query).params(),
@@ -981,15 +979,9 @@ class MemoryService:
 
     # --- reads ---------------------------------------------------------------------------------
 
-    def _visible(self, actor: Actor):  # type: ignore[no-untyped-def]
-        return visible_to(actor)
-
-    def _records(self, session: Session, ids: list[UUID], actor: Actor) -> dict[UUID, MemoryRecord]:
-        return load_records(session, ids, actor)
-
     def get(self, session: Session, actor: Actor, memory_id: UUID) -> MemoryRecord:
         """One memory, full text, without counting a hit (browsing is not adoption)."""
-        found = self._records(session, [memory_id], actor)
+        found = load_records(session, [memory_id], actor)
         if memory_id not in found:
             raise NotFound(f"memory {memory_id} not found")
         return found[memory_id]
@@ -1001,14 +993,14 @@ class MemoryService:
         if len(ids) > 100:
             raise ValidationFailed("at most 100 ids per call")
         ids = list(dict.fromkeys(ids))
-        found = self._records(session, ids, actor)
+        found = load_records(session, ids, actor)
         missing = [str(i) for i in ids if i not in found]
         if missing:
             raise NotFound(f"memories not found: {', '.join(missing)}")
         self.record_hits(session, actor, ids, "details")
         if self.companion is not None:
             self.companion.after_details(session, actor, ids)
-        fresh = self._records(session, ids, actor)
+        fresh = load_records(session, ids, actor)
         return [fresh[i] for i in ids]
 
     def thread(self, session: Session, actor: Actor, memory_id: UUID, span: int = 2) -> list[MemoryRecord]:
@@ -1026,12 +1018,12 @@ class MemoryService:
                 Memory.thread == memory.thread,
                 Memory.status == "active",
                 Memory.position.between(memory.position - span, memory.position + span),
-                self._visible(actor),
+                visible_to(actor),
             )
             .order_by(Memory.position, Memory.created_at)
         )
         ids = list(session.execute(stmt).scalars())
-        records = self._records(session, ids, actor)
+        records = load_records(session, ids, actor)
         return [records[i] for i in ids if i in records]
 
     def contributions(self, session: Session, actor: Actor, memory_id: UUID) -> list[Contribution]:
@@ -1112,7 +1104,7 @@ class MemoryService:
         def grouped(column) -> dict[str, int]:  # type: ignore[no-untyped-def]
             stmt = (
                 select(column, func.count())
-                .where(Memory.tenant_id == actor.tenant_id, self._visible(actor))
+                .where(Memory.tenant_id == actor.tenant_id, visible_to(actor))
                 .group_by(column)
             )
             return {str(k): int(v) for k, v in session.execute(stmt)}
@@ -1125,7 +1117,7 @@ class MemoryService:
             select(entities.c.key, func.sum(cast(entities.c.value, BigInteger)))
             .select_from(Memory)
             .join(entities, true())
-            .where(Memory.tenant_id == actor.tenant_id, self._visible(actor))
+            .where(Memory.tenant_id == actor.tenant_id, visible_to(actor))
             .group_by(entities.c.key)
         )
         redacted = {str(key): int(total) for key, total in session.execute(entity_stmt)}
@@ -1136,7 +1128,7 @@ class MemoryService:
             .where(
                 MemoryContribution.tenant_id == actor.tenant_id,
                 Memory.tenant_id == actor.tenant_id,
-                self._visible(actor),
+                visible_to(actor),
             )
         ).scalar_one()
         profile = session.execute(text("SELECT model_name FROM embedding_profile WHERE id = 1")).scalar()

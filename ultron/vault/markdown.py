@@ -32,7 +32,7 @@ from ultron.db.models import Agent, Memory, MemoryContribution, MemoryEntity
 from ultron.errors import UltronError, ValidationFailed
 from ultron.memory import fulltext
 from ultron.memory.schemas import Scope, Status, Tier
-from ultron.memory.service import MemoryService, content_hash
+from ultron.memory.service import MemoryService, content_hash, visible_to
 from ultron.memory.text import STORED_TYPES
 from ultron.tenancy import Actor
 
@@ -174,7 +174,7 @@ class Vault:
             stmt = (
                 select(Memory, Agent.name)
                 .outerjoin(Agent, Agent.id == Memory.agent_id)
-                .where(Memory.tenant_id == actor.tenant_id, self.memory._visible(actor))
+                .where(Memory.tenant_id == actor.tenant_id, visible_to(actor))
                 .order_by(Memory.created_at, Memory.id)
                 .limit(PAGE_SIZE)
             )
@@ -226,7 +226,7 @@ class Vault:
                 Memory.content,
             )
             .join(Memory, Memory.id == MemoryEntity.memory_id)
-            .where(MemoryEntity.tenant_id == actor.tenant_id, self.memory._visible(actor))
+            .where(MemoryEntity.tenant_id == actor.tenant_id, visible_to(actor))
             .order_by(MemoryEntity.kind, MemoryEntity.name, Memory.created_at, Memory.id)
             .execution_options(yield_per=PAGE_SIZE)
         )

@@ -37,7 +37,7 @@ class Network(BaseModel):
 
 
 def similarity_network(session: Session, actor: Actor, embedder: Any, limit: int = 80, k: int = 4) -> Network:
-    params = {"tenant_id": actor.tenant_id, "agent_id": actor.agent_id, "groups": list(actor.groups)}
+    params = actor.visibility()
     rows = session.execute(q("similarity_network_nodes"), {**params, "limit": min(limit, MAX_NODES)}).all()
     nodes = [
         NetworkNode(
