@@ -62,7 +62,7 @@ class OfflineSpacyNlpEngine(SpacyNlpEngine):
         return NlpArtifacts([], self.pipelines[language].make_doc(""), [], [], self, language, scores=[])
 
     def process_text(self, text, language):  # noqa: D102
-        if language not in self.person_languages:
+        if language not in self.person_languages or not may_name_someone(text, language):
             return self.empty_artifacts(language)
         view = _LONG_RUN.sub(lambda m: " " * len(m.group()), text)
         with self._model_lock:  # trained pipelines make no thread-safety promise
@@ -70,12 +70,17 @@ class OfflineSpacyNlpEngine(SpacyNlpEngine):
 
     def process_many(self, texts: list[str], language: str, batch_size: int) -> list[NlpArtifacts]:
         """`process_text` for many texts, through spaCy's `pipe` (one model pass per batch)."""
+        out = [self.empty_artifacts(language) for _ in texts]
         if language not in self.person_languages:
-            return [self.empty_artifacts(language) for _ in texts]
-        views = [_LONG_RUN.sub(lambda m: " " * len(m.group()), text) for text in texts]
+            return out
+        todo = [i for i, text in enumerate(texts) if may_name_someone(text, language)]
+        views = [_LONG_RUN.sub(lambda m: " " * len(m.group()), texts[i]) for i in todo]
         with self._model_lock:
             # Without as_tuples each item is (text, artifacts); the stub's union also names a 3-tuple.
-            return [item[1] for item in self.process_batch(views, language, batch_size=batch_size)]
+            done = [item[1] for item in self.process_batch(views, language, batch_size=batch_size)]
+        for i, artifacts in zip(todo, done, strict=True):
+            out[i] = artifacts
+        return out
 
     def _get_entities(self, doc):  # noqa: D102
         return [ent for ent in doc.ents if ent.label_ in PERSON_LABELS and plausible_name(doc.text, ent)]
@@ -100,14 +105,30 @@ _BEFORE_CODE = set("._/\\=@#$<{[:-")
 _AFTER_CODE = re.compile(r"^(?:[_/(=\[{<@`]|\.\w|\w|:\S)")
 
 
+# A capitalised name word or an initial, wherever it stands in a text (the first alternative is _NAME_WORD's).
+_NAME_CANDIDATE = re.compile(r"[A-Z][a-z]+(?:['’-][A-Z]?[a-z]+)*|[A-Z]\.")
+
+
+def may_name_someone(text: str, language: str = "en") -> bool:
+    """Whether the NER model could find a name in `text` that `plausible_name` keeps; when not, the model
+    is not run. A kept span begins or ends with a capitalised name word or an initial outside NOT_NAMES
+    (a span between two lowercase particles is refused), and such a word is matched here whole or inside a
+    longer match that no NOT_NAMES word equals: so skipping the model changes no finding. Lowercase text
+    (logs, commands, most chat between agents) then costs no model pass. Only for English: a Chinese
+    pipeline's names carry no capitals."""
+    if language != "en":
+        return True
+    return any(m.group() not in NOT_NAMES for m in _NAME_CANDIDATE.finditer(text))
+
+
 def plausible_name(text: str, ent: spacy.tokens.Span) -> bool:
     """A span a small NER model calls a person is kept as one only when it reads like a name in prose:
     capitalised words, not glued to code (`config.json`, `--password`, `SLACK_BOT_TOKEN`)."""
     words = ent.text.split()
     if not words or not all(_NAME_WORD.match(w) for w in words) or all(len(w) <= 2 for w in words):
         return False
-    if words[0] in NOT_NAMES or words[-1] in NOT_NAMES:
-        return False
+    if words[0] in NOT_NAMES or words[-1] in NOT_NAMES or (words[0].islower() and words[-1].islower()):
+        return False  # "Error", "Max"; a span between two particles ("van ... de") names nobody
     before = text[ent.start_char - 1] if ent.start_char else " "
     return before not in _BEFORE_CODE and not before.isalnum() and not _AFTER_CODE.match(text[ent.end_char :])
 
