@@ -219,10 +219,11 @@ def test_a_name_alone_is_no_evidence_that_the_question_is_answered(hub):
     asked about covers nothing of "What colour is Jonas's car?", and its confidence follows."""
     from ultron.memory.relevance import relevance_from
 
-    name_only = add(hub, "Jonas: Biscuit! I need photos immediately.")
-    answer = add(hub, "Jonas: my car is a red Volvo, the colour of a fire engine")
+    # private memories keep names (shared ones lose them to redaction: docs/privacy.md)
+    name_only = add(hub, "Jonas: Biscuit! I need photos immediately.", scope="private")
+    answer = add(hub, "Jonas: my car is a red Volvo, the colour of a fire engine", scope="private")
     for i in range(6):
-        add(hub, f"Maya: note {i} about the garden and the allotment soil")
+        add(hub, f"Maya: note {i} about the garden and the allotment soil", scope="private")
     refresh(hub)
     results = {r.record.id: r for r in search(hub, "What colour is Jonas's car?", explain=True, limit=20)}
     lone, full = results[name_only.id].explain, results[answer.id].explain
