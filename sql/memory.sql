@@ -149,7 +149,11 @@ WITH vec AS MATERIALIZED (
            avg(s.vector_similarity) FILTER (WHERE s.from_vector) OVER () AS pool_cos_mean,
            stddev_pop(s.vector_similarity) FILTER (WHERE s.from_vector) OVER () AS pool_cos_std,
            rank() OVER (ORDER BY s.vector_similarity DESC) AS vector_rank,
-           CASE WHEN s.text_rank > 0 THEN rank() OVER (ORDER BY s.text_rank DESC) END AS text_rank_pos
+           -- a memory that matches only the names the query mentions ranks below every one matching its
+           -- content ("Tom: Night!" is no answer to "Which marathon did Tom run?")
+           CASE WHEN s.text_rank > 0
+                THEN rank() OVER (ORDER BY coalesce(s.content_coverage, 0) > 0 DESC, s.text_rank DESC) END
+                AS text_rank_pos
     FROM scored s
 ), fused AS (
     SELECT r.*,

@@ -242,3 +242,26 @@ def test_a_name_alone_is_no_evidence_that_the_question_is_answered(hub):
     only = {r.record.id: r.explain for r in search(hub, "Who is Jonas?", explain=True, limit=20)}
     assert only[name_only.id] is not None
     assert only[name_only.id].content_coverage == only[name_only.id].text_coverage > 0
+
+
+def test_a_name_only_match_ranks_below_every_content_match(hub):
+    """ "Tom: Night!" holds the name a question mentions and nothing else: short and rare, it would lead
+    the lexical leg on any question naming Tom; it ranks below the memories that match the content."""
+    night = add(hub, "Tom: Night!", scope="private")
+    weather = [
+        add(
+            hub, f"Maya: the weather was {w} at the lake on Sunday with the kids and the dog", scope="private"
+        )
+        for w in ("lovely", "awful", "grey", "windy")
+    ]
+    refresh(hub)
+    results = {
+        r.record.id: r.explain for r in search(hub, "What did Tom say about the weather?", explain=True)
+    }
+    lone = results[night.id]
+    assert lone is not None and lone.text_rank_position is not None
+    content = [results[w.id] for w in weather if w.id in results]
+    assert content and all(e is not None and e.text_rank_position is not None for e in content)
+    # BM25 alone puts the name-only turn first; the lexical rank does not
+    assert lone.text_rank > max(e.text_rank for e in content if e is not None)
+    assert lone.text_rank_position > max(e.text_rank_position or 0 for e in content if e is not None)
