@@ -5,12 +5,12 @@ paths), then runs every question of both through the hub's search under each can
 prints R@10 and MRR of both suites and the no-answer quiet rate per setting. docs/ranking.md records
 the run that chose the defaults.
 
-Its last stage fits the relevance model (ultron/memory/relevance.py) on the settings in force: every
-question of both sets is searched once, and each result's signals (dense z, content coverage, cosine)
-are scored offline under each pair of weights and each floor. Rule: the most no-answer questions quiet
-(nothing at or over the floor) plus the most answerable questions with an evidence memory at or over it,
-the two shares weighed alike, the answerable share the mean of the two sets'. `--relevance-only` runs
-only this stage.
+`--relevance-only` (run after the fusion sweep, on the settings it chose) fits the relevance model
+(ultron/memory/relevance.py) instead: every question of both sets is searched once, and each result's
+signals (dense z, content coverage, cosine) are scored offline under each pair of weights and each floor.
+Rule: the most no-answer questions quiet (nothing at or over the floor) plus the most answerable
+questions with an evidence memory at or over it, the two shares weighed alike, the answerable share the
+mean of the two sets'.
 """
 
 from __future__ import annotations
@@ -187,12 +187,13 @@ def main(args: argparse.Namespace) -> int:
             for name, hub in hubs.items():
                 hub.memory.settings = base_settings[name]
             _, _, raw = conversations.evaluate_hub(conv_hub, conv_actor, held, questions)
-            no_answer, conv_found = [], []
+            no_answer: list[Sample] = []
+            conv_found: list[Sample] = []
             for question in questions:
                 evidence = set(question.evidence)
                 sample = _sample(raw[question.id], lambda r, e=evidence: held.get(r.record.id, set()) & e)
                 (no_answer if question.category == "no-answer" else conv_found).append(sample)
-            dev_found = []
+            dev_found: list[Sample] = []
             for query in dev.queries:
                 with dev_hub.db.session() as session:
                     results = dev_hub.memory.search(
