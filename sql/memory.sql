@@ -70,10 +70,11 @@ WITH vec AS MATERIALIZED (
 ), units AS MATERIALIZED (
     -- 'term' (weight its IDF), 'pair' (two adjacent query words side by side: the mean IDF of the two) and
     -- 'phrase' (the query's words in order; weight 0, it only sets phrase_match)
-    SELECT u.q, u.kind, to_tsquery('simple', u.q) AS tq, a.df,
+    -- name: a 'term' that is a name the query mentions (it ranks, but is no evidence of an answer)
+    SELECT u.q, u.kind, u.name, to_tsquery('simple', u.q) AS tq, a.df,
            CASE u.kind WHEN 'term' THEN a.idf WHEN 'pair' THEN (a.idf + b.idf) / 2 ELSE 0 END AS w
     FROM unnest(CAST(:unit_q AS text[]), CAST(:unit_kind AS text[]), CAST(:unit_a AS int[]),
-                CAST(:unit_b AS int[])) u(q, kind, a, b)
+                CAST(:unit_b AS int[]), CAST(:unit_name AS boolean[])) u(q, kind, a, b, name)
     JOIN lex a ON a.i = u.a
     JOIN lex b ON b.i = u.b
 ), rare AS MATERIALIZED (
@@ -125,12 +126,19 @@ WITH vec AS MATERIALIZED (
                / (1 + :k1 * (1 - :b + :b * length(m.search_tsv) / (SELECT avglen FROM totals)))
                + :phrase_weight * coalesce(x.pair_idf, 0) AS text_rank,
            coalesce(x.term_idf, 0) / nullif((SELECT sum(u.w) FROM units u WHERE u.kind = 'term'), 0) AS coverage,
+           -- the same share over the query's terms beyond the names it mentions (all terms if only names)
+           CASE WHEN EXISTS (SELECT 1 FROM units u WHERE u.kind = 'term' AND NOT u.name)
+                THEN coalesce(x.content_idf, 0)
+                     / nullif((SELECT sum(u.w) FROM units u WHERE u.kind = 'term' AND NOT u.name), 0)
+                ELSE coalesce(x.term_idf, 0) / nullif((SELECT sum(u.w) FROM units u WHERE u.kind = 'term'), 0)
+           END AS content_coverage,
            greatest(extract(epoch FROM now() - coalesce(m.last_hit_at, m.created_at)) / 86400.0, 0)
                AS days_since_hit
     FROM cand c
     JOIN memories m ON m.id = c.id
     CROSS JOIN LATERAL (
         SELECT sum(u.w) FILTER (WHERE u.kind = 'term') AS term_idf,
+               sum(u.w) FILTER (WHERE u.kind = 'term' AND NOT u.name) AS content_idf,
                sum(u.w) FILTER (WHERE u.kind = 'pair') AS pair_idf,
                bool_or(u.kind = 'phrase') AS phrase_match
         FROM units u
@@ -141,7 +149,11 @@ WITH vec AS MATERIALIZED (
            avg(s.vector_similarity) FILTER (WHERE s.from_vector) OVER () AS pool_cos_mean,
            stddev_pop(s.vector_similarity) FILTER (WHERE s.from_vector) OVER () AS pool_cos_std,
            rank() OVER (ORDER BY s.vector_similarity DESC) AS vector_rank,
-           CASE WHEN s.text_rank > 0 THEN rank() OVER (ORDER BY s.text_rank DESC) END AS text_rank_pos
+           -- a memory that matches only the names the query mentions ranks below every one matching its
+           -- content ("Tom: Night!" is no answer to "Which marathon did Tom run?")
+           CASE WHEN s.text_rank > 0
+                THEN rank() OVER (ORDER BY coalesce(s.content_coverage, 0) > 0 DESC, s.text_rank DESC) END
+                AS text_rank_pos
     FROM scored s
 ), fused AS (
     SELECT r.*,

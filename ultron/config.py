@@ -38,7 +38,7 @@ DEFAULT_CLUSTER_THRESHOLDS: dict[str, float] = {
 
 # provider -> the default relevance floor on the calibrated scale (ULTRON_RELEVANCE_FLOOR overrides it,
 # min_relevance overrides it per search).
-DEFAULT_FLOOR: dict[str, float] = {"local": 0.54, "hash": 0.54, "dashscope": 0.54, "openai": 0.54}
+DEFAULT_FLOOR: dict[str, float] = {"local": 0.42, "hash": 0.54, "dashscope": 0.54, "openai": 0.54}
 
 # How long a process reuses a tenant's stored changes before reading them again (seconds).
 RUNTIME_SETTINGS_TTL_SECONDS = 5.0

@@ -196,3 +196,72 @@ def test_thread_returns_the_neighbouring_turns_in_order(hub):
         alone = hub.memory.thread(s, local_actor(s), add(hub, "no thread here").id)
     assert [r.id for r in around] == [t.id for t in turns[1:4]]
     assert len(alone) == 1
+
+
+def test_query_names_are_capitalised_words_and_chinese_person_names():
+    assert fulltext.query_names("What colour is Jonas's car?") == {fulltext.normalize("jonas")}
+    assert fulltext.query_names("Which marathon did Tom run with Priya’s sister?") == {"tom", "priya"}
+    # a capital opening a sentence says nothing; identifiers and lower-case queries hold no names
+    assert fulltext.query_names("Postgres connection refused. Tell me why") == set()
+    assert fulltext.query_names("ModuleNotFoundError for pandas in node-18 with CORS") == set()
+    assert fulltext.query_names("when did caroline join the program") == set()
+    assert fulltext.query_names("陈浩的女朋友叫什么名字？") == {"陈浩"}
+    q = fulltext.lexical_query("What colour is Jonas's car?")
+    flags = dict(zip(q.unit_q, q.unit_name or [], strict=True))
+    assert flags == {"'colour'": False, "'jona'": True, "'car'": False} | {
+        u: False for u, k in zip(q.unit_q, q.unit_kind, strict=True) if k == "pair"
+    }
+    assert q.params()["unit_name"] == [*q.unit_name, *([False] if q.phrase_q else [])]
+
+
+def test_a_name_alone_is_no_evidence_that_the_question_is_answered(hub):
+    """Coverage counts the query's terms beyond the names it mentions: a turn that only names the person
+    asked about covers nothing of "What colour is Jonas's car?", and its confidence follows."""
+    from ultron.memory.relevance import relevance_from
+
+    # private memories keep names (shared ones lose them to redaction: docs/privacy.md)
+    name_only = add(hub, "Jonas: Biscuit! I need photos immediately.", scope="private")
+    answer = add(hub, "Jonas: my car is a red Volvo, the colour of a fire engine", scope="private")
+    for i in range(6):
+        add(hub, f"Maya: note {i} about the garden and the allotment soil", scope="private")
+    refresh(hub)
+    results = {r.record.id: r for r in search(hub, "What colour is Jonas's car?", explain=True, limit=20)}
+    lone, full = results[name_only.id].explain, results[answer.id].explain
+    assert lone is not None and full is not None
+    assert lone.text_coverage > 0 and lone.content_coverage == 0
+    assert full.content_coverage == pytest.approx(1.0)
+    for r in results.values():
+        e = r.explain
+        assert e is not None
+        expected = relevance_from(
+            hub.settings.embedding_provider, e.dense_z, e.content_coverage, e.vector_similarity
+        )
+        assert r.similarity_score == e.calibrated_relevance == expected
+    assert results[name_only.id].similarity_score < results[answer.id].similarity_score
+    # a query made of names only is measured on all its terms
+    only = {r.record.id: r.explain for r in search(hub, "Who is Jonas?", explain=True, limit=20)}
+    assert only[name_only.id] is not None
+    assert only[name_only.id].content_coverage == only[name_only.id].text_coverage > 0
+
+
+def test_a_name_only_match_ranks_below_every_content_match(hub):
+    """ "Tom: Night!" holds the name a question mentions and nothing else: short and rare, it would lead
+    the lexical leg on any question naming Tom; it ranks below the memories that match the content."""
+    night = add(hub, "Tom: Night!", scope="private")
+    weather = [
+        add(
+            hub, f"Maya: the weather was {w} at the lake on Sunday with the kids and the dog", scope="private"
+        )
+        for w in ("lovely", "awful", "grey", "windy")
+    ]
+    refresh(hub)
+    results = {
+        r.record.id: r.explain for r in search(hub, "What did Tom say about the weather?", explain=True)
+    }
+    lone = results[night.id]
+    assert lone is not None and lone.text_rank_position is not None
+    content = [results[w.id] for w in weather if w.id in results]
+    assert content and all(e is not None and e.text_rank_position is not None for e in content)
+    # BM25 alone puts the name-only turn first; the lexical rank does not
+    assert lone.text_rank > max(e.text_rank for e in content if e is not None)
+    assert lone.text_rank_position > max(e.text_rank_position or 0 for e in content if e is not None)

@@ -136,6 +136,8 @@ class LexicalQuery:
     the mean IDF of the two); a and b are 1-based positions in lookup.
     terms: the informative terms; phrase_q: the query's words from its first to its last informative
     one, adjacent and in order ('' with fewer than two informative words).
+    unit_name: per unit, whether it is a name the query mentions (`query_names`): a 'term' unit that is
+    a name counts towards the ranking but not towards the query's content coverage (relevance.py).
     """
 
     lookup: list[str]
@@ -145,6 +147,7 @@ class LexicalQuery:
     unit_b: list[int]
     terms: list[str]
     phrase_q: str
+    unit_name: list[bool] | None = None
 
     @property
     def any_q(self) -> str:
@@ -158,12 +161,14 @@ class LexicalQuery:
         # The phrase rides along as one more unit (weight 0): the statement tests every unit in one pass
         # over each candidate row, and a 'phrase' unit that matches sets phrase_match.
         extra = [self.phrase_q] if self.phrase_q else []
+        names = self.unit_name if self.unit_name is not None else [False] * len(self.unit_q)
         return {
             "lookup": self.lookup,
             "unit_q": self.unit_q + extra,
             "unit_kind": self.unit_kind + ["phrase"] * len(extra),
             "unit_a": self.unit_a + [1] * len(extra),
             "unit_b": self.unit_b + [1] * len(extra),
+            "unit_name": names + [False] * len(extra),
             "all_q": self.all_q,
             "phrase_q": self.phrase_q,
         }
@@ -201,6 +206,7 @@ def lexical_query(query: str) -> LexicalQuery:
     if len(informative_at) >= 2:
         span = tokens[informative_at[0] : informative_at[-1] + 1][:_MAX_PHRASE_TOKENS]
         phrase_q = " <-> ".join(_quote(t) for t, _ in span)
+    names = query_names(query)
     return LexicalQuery(
         lookup=list(lookup),
         unit_q=unit_q,
@@ -209,7 +215,46 @@ def lexical_query(query: str) -> LexicalQuery:
         unit_b=b_idx,
         terms=terms,
         phrase_q=phrase_q,
+        unit_name=[kind == "term" and q[1:-1] in names for q, kind in zip(unit_q, kinds, strict=True)],
     )
+
+
+# A capitalised word (Latin script) with an optional possessive, not the first of its sentence (there
+# a capital says nothing): a proper noun.
+_PROPER = re.compile(r"(?<![\w.'’-])([A-Z][a-z]+)(?:['’]s)?(?![\w.-])")
+_SENTENCE_START = re.compile(r"(?:^|[.!?:;]\s)\W*$")
+# jieba's part-of-speech tags for a person's name
+_ZH_PERSON = frozenset({"nr", "nrfg", "nrt"})
+_posseg_lock = threading.Lock()
+
+
+def query_names(query: str) -> set[str]:
+    """The names a query mentions, as normalized terms: capitalised words that are not stop words and
+    do not open a sentence ("What is Maya's favourite team?" -> maya), and the person names jieba tags
+    in Chinese text.
+
+    A name selects the memories about someone; it is no evidence that the question about them is
+    answered: a memory that matches only the name of "What colour is Jonas's car?" says nothing of the
+    car. Identifiers (ModuleNotFoundError, CORS, node-18) are not names. A query written all in lower
+    case has no names here, and its coverage is measured on every term as before."""
+    names = {
+        normalize(m.group(1).lower())
+        for m in _PROPER.finditer(query)
+        if m.group(1).lower() not in STOPWORDS and not _SENTENCE_START.search(query[: m.start()])
+    }
+    if _CJK.search(query):
+        _get_jieba()
+        import jieba.posseg  # start-up: the tagger loads its model only for a CJK query
+
+        with _posseg_lock:
+            people = [w.word for w in jieba.posseg.cut(query) if w.flag in _ZH_PERSON]
+        for person in people:
+            for token in _raw_terms(person, for_index=False):
+                if len(token) > 1:
+                    names.add(normalize(token))
+            # jieba's tagger and its segmenter can cut differently ("陈浩用" vs "陈浩" + "用")
+            names.update(t for t in _raw_terms(query, for_index=False) if len(t) > 1 and t in person)
+    return {n for n in names if n}
 
 
 def query_text(query: str) -> str:

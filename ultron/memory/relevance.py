@@ -4,14 +4,15 @@ A raw cosine means different things per model: the local e5-small puts almost an
 the hash embedder spreads them over 0..1. `calibrated_relevance` puts a result's evidence on one 0..1
 scale, the same for every model:
 
-    evidence   = 0.3 x dense_z + 2 x text_coverage + gain x (cosine - center)
+    evidence   = W_DENSE_Z x dense_z + W_COVERAGE x content_coverage + gain x (cosine - center)
     calibrated = clip(evidence / 3, 0, 1)
 
 dense_z: how far the cosine stands above the dense leg's 50 candidates (in standard deviations; a
-relevant memory stands out of the crowd, an unrelated one is its head); text_coverage: the share of the
-query's term IDF the memory holds; center / gain: the model's cosine scale. The weights and the local
-model's floor were fitted on the development sets (docs/ranking.md: then 92 % of the conversation suite's
-no-answer questions came back all low-confidence; 82 % since stop 13's merge). A search flags results
+relevant memory stands out of the crowd, an unrelated one is its head); content_coverage: the share of the
+IDF of the query's terms beyond the names it mentions that the memory holds (a name selects the memories
+about someone, it is no evidence that the question about them is answered; a query of names only uses all
+its terms); center / gain: the model's cosine scale. The two weights and the local model's floor are
+fitted by `ultron eval --suite sweep` on both development sets (docs/ranking.md). A search flags results
 under the floor `low`.
 """
 
@@ -28,6 +29,9 @@ DENSE_SCALE: dict[str, tuple[float, float]] = {
     "dashscope": (0.55, 4.0),
     "openai": (0.45, 4.0),
 }
+# Fitted by the sweep's relevance stage (ultron/bench/evaluation/sweep.py, docs/ranking.md).
+W_DENSE_Z = 0.2
+W_COVERAGE = 2.0
 
 
 def dense_z(row: Any) -> float:
@@ -38,8 +42,25 @@ def dense_z(row: Any) -> float:
     return round((float(row.vector_similarity) - float(mean)) / float(std), 4)
 
 
-def calibrated_relevance(provider: str, row: Any) -> float:
+def content_coverage(row: Any) -> float:
+    """The share of the IDF of the query's terms beyond the names it mentions that the memory holds."""
+    value = getattr(row, "content_coverage", None)
+    return float(row.coverage or 0.0) if value is None else float(value)
+
+
+def relevance_from(
+    provider: str,
+    z: float,
+    coverage: float,
+    cosine: float,
+    w_dense_z: float = W_DENSE_Z,
+    w_coverage: float = W_COVERAGE,
+) -> float:
+    """The calibrated relevance of a result's three signals (the sweep refits the weights with this)."""
     center, gain = DENSE_SCALE.get(provider, DENSE_SCALE["openai"])
-    evidence = 0.3 * dense_z(row) + 2.0 * float(row.coverage or 0.0)
-    evidence += gain * (float(row.vector_similarity) - center)
+    evidence = w_dense_z * z + w_coverage * coverage + gain * (cosine - center)
     return round(max(0.0, min(1.0, evidence / 3.0)), 4)
+
+
+def calibrated_relevance(provider: str, row: Any) -> float:
+    return relevance_from(provider, dense_z(row), content_coverage(row), float(row.vector_similarity))

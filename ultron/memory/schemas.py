@@ -139,6 +139,10 @@ class ScoreComponents(BaseModel):
     text_rank: float = Field(..., description="Lexical score: BM25-like term IDF plus phrase credit")
     text_rank_position: int | None = Field(None, description="Rank among the candidates by text_rank")
     text_coverage: float = Field(0.0, description="Share of the query's term IDF this memory matches")
+    content_coverage: float = Field(
+        0.0,
+        description="Share of the IDF of the query's terms beyond the names it mentions this memory matches",
+    )
     fusion: str = Field("rrf", description="How the legs were fused: rrf or weighted")
     fused: float = Field(0.0, description="The fused score of the two legs, 0..1")
     neighbour_credit: float = Field(0.0, description="Credit from the adjacent turn of its thread")

@@ -30,7 +30,7 @@ from ultron.errors import Forbidden, NotFound, UltronError, ValidationFailed
 from ultron.memory import document, fulltext
 from ultron.memory.heuristic import agree, conflicts
 from ultron.memory.hits import HitBuffer, SearchUse
-from ultron.memory.relevance import calibrated_relevance, dense_z
+from ultron.memory.relevance import calibrated_relevance, content_coverage, dense_z
 from ultron.memory.schemas import (
     Contribution,
     MemoryPatch,
@@ -953,6 +953,7 @@ class MemoryService:
                 text_rank=float(row.text_rank),
                 text_rank_position=None if row.text_rank_pos is None else int(row.text_rank_pos),
                 text_coverage=float(row.coverage or 0.0),
+                content_coverage=content_coverage(row),
                 fusion=self.settings.search_fusion,
                 fused=float(row.fused),
                 neighbour_credit=self.settings.neighbour_weight * float(row.neighbour_fused),

@@ -294,5 +294,11 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--dump", default=None, help="conversations: write every hub result's explain to this JSON"
     )
+    p.add_argument(
+        "--relevance-only",
+        dest="relevance_only",
+        action="store_true",
+        help="sweep: only fit the relevance weights and floor, on the settings in force",
+    )
     p.add_argument("--misses", action="store_true", help="list the queries whose memory is not in the top 10")
     p.set_defaults(func=main)
