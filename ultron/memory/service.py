@@ -20,7 +20,7 @@ from uuid import UUID, uuid4
 import numpy as np
 from psycopg import RawCursor
 from psycopg.rows import namedtuple_row
-from sqlalchemy import BigInteger, TextClause, cast, delete, func, insert, select, text, true
+from sqlalchemy import BigInteger, TextClause, bindparam, cast, delete, func, insert, select, text, true
 from sqlalchemy.orm import Session
 
 from ultron.config import Settings
@@ -113,6 +113,7 @@ class _Prepared:
     occurred_at: datetime | None = None
 
 
+_DEDUP_LOCK = "SELECT pg_advisory_xact_lock(%s, %s)"
 _GENERIC_PLAN = "SET LOCAL plan_cache_mode = force_generic_plan"
 _DEFAULT_PLAN = "RESET plan_cache_mode"
 
@@ -169,6 +170,30 @@ def _search_sql(tier: bool, candidates: int, pool: int) -> TextClause:
     sql = "\n".join(lines)
     sql = sql.replace(":candidates", str(int(candidates))).replace(":fts_pool", str(int(pool)))
     return text(sql)
+
+
+def _nearest_params(actor: Actor, p: _Prepared) -> dict[str, Any]:
+    """The dedup probe's (nearest_same_type) parameters for a prepared upload."""
+    return {
+        "tenant_id": actor.tenant_id,
+        "content_hash": p.content_hash,
+        "memory_type": p.memory_type,
+        "scope": p.scope,
+        "agent_id": actor.agent_id,
+        "group_name": p.group,
+        "embedding": p.embedding,
+        "k": DEDUP_NEIGHBOURS,
+    }
+
+
+@cache
+def _create_memory() -> TextClause:
+    """create_memory with the types its parameters need bound (the rest go to the driver as they are)."""
+    columns = Memory.__table__.c
+    return q("create_memory").bindparams(
+        bindparam("tags", type_=columns.tags.type),
+        bindparam("redacted_entities", type_=columns.redacted_entities.type),
+    )
 
 
 def _memory_row(tenant_id: UUID, agent_id: UUID | None, p: _Prepared) -> dict[str, Any]:
@@ -340,20 +365,22 @@ class MemoryService:
         )
 
     def _nearest(self, session: Session, actor: Actor, p: _Prepared) -> list[tuple[UUID, float]]:
-        rows = session.execute(
-            q("nearest_same_type"),
-            {
-                "tenant_id": actor.tenant_id,
-                "content_hash": p.content_hash,
-                "memory_type": p.memory_type,
-                "scope": p.scope,
-                "agent_id": actor.agent_id,
-                "group_name": p.group,
-                "embedding": p.embedding,
-                "k": DEDUP_NEIGHBOURS,
-            },
-        ).all()
+        rows = session.execute(q("nearest_same_type"), _nearest_params(actor, p)).all()
         return [(row.id, float(row.similarity)) for row in rows]
+
+    def _locked_nearest(self, session: Session, actor: Actor, p: _Prepared) -> list[tuple[UUID, float]]:
+        """Take the upload's dedup lock, then probe under it (`_nearest`): the two statements, and the
+        transaction's BEGIN when they open it, go to the server in one psycopg pipeline, one round trip.
+        The server still runs them one after the other, so the probe's snapshot is taken once the lock is
+        granted, exactly as when they are sent apart."""
+        raw = session.connection().connection.driver_connection
+        assert raw is not None  # a checked-out connection always has one; SQLAlchemy types it Optional
+        probe = _driver_sql(q("nearest_same_type"), session.get_bind().dialect)
+        with raw.pipeline():
+            raw.execute(_DEDUP_LOCK, (DEDUP_LOCK_NAMESPACE, self._dedup_key(actor, p)))
+            cursor = raw.cursor(row_factory=namedtuple_row)
+            cursor.execute(probe, _nearest_params(actor, p))
+        return [(row.id, float(row.similarity)) for row in cursor.fetchall()]
 
     def _fields_of(self, session: Session, actor: Actor, memory_id: UUID) -> dict[str, str]:
         m = session.get(Memory, (memory_id, actor.tenant_id))
@@ -539,11 +566,7 @@ class MemoryService:
     ) -> UploadResult:
         p = prepared if prepared is not None else self._prepare(req, actor)
         judged = self._prejudge(session, actor, p)
-        session.execute(
-            text("SELECT pg_advisory_xact_lock(:ns, :key)"),
-            {"ns": DEDUP_LOCK_NAMESPACE, "key": self._dedup_key(actor, p)},
-        )
-        return self._decide(session, actor, p, judged)
+        return self._decide(session, actor, p, judged, self._locked_nearest(session, actor, p))
 
     def _dedup_key(self, actor: Actor, p: _Prepared) -> int:
         """The advisory lock an upload's dedup holds: one per (tenant, type, scope, owner), never per agent
@@ -562,9 +585,17 @@ class MemoryService:
                     judged[memory_id] = self._judge(session, actor, p, memory_id)
         return judged
 
-    def _decide(self, session: Session, actor: Actor, p: _Prepared, judged: dict[UUID, bool]) -> UploadResult:
-        """Under the dedup lock: merge into the nearest same-type memory, or create a new one."""
-        nearest = self._nearest(session, actor, p)
+    def _decide(
+        self,
+        session: Session,
+        actor: Actor,
+        p: _Prepared,
+        judged: dict[UUID, bool],
+        nearest: list[tuple[UUID, float]] | None = None,
+    ) -> UploadResult:
+        """Under the dedup lock: merge into the nearest same-type memory, or create a new one. `nearest`:
+        the probe, when the caller made it under the lock already."""
+        nearest = self._nearest(session, actor, p) if nearest is None else nearest
         merged = self._merge_into(session, actor, p, judged, *nearest[0]) if nearest else None
         return merged if merged is not None else self._create(session, actor, p)
 
@@ -588,21 +619,49 @@ class MemoryService:
         return None
 
     def _create(self, session: Session, actor: Actor, p: _Prepared) -> UploadResult:
-        memory = self._new_memory(session, actor.tenant_id, actor.agent_id, p)
-        self._log_contribution(session, actor, memory.id, p, "created", None)
-        self._activity(session, actor, "upload", memory.id, {"memory_type": p.memory_type})
-        return UploadResult(record=self.get(session, actor, memory.id), decision="created")
+        """A new memory with its "created" contribution and its activity row, in one statement (sql/
+        memory.sql, create_memory); the record is built from the row its INSERT returns (its one
+        contribution is this one, its agent the uploader) rather than read back."""
+        memory_id = uuid4()
+        row = session.execute(
+            _create_memory(),
+            {
+                "id": memory_id,
+                "tenant_id": actor.tenant_id,
+                "agent_id": actor.agent_id,
+                "memory_type": p.memory_type,
+                **p.fields,
+                "tags": p.tags,
+                "summary_l0": p.summary_l0,
+                "overview_l1": p.overview_l1,
+                "embedding": p.embedding,
+                "content_hash": p.content_hash,
+                "search_text": fulltext.index_text(*p.fields.values(), *p.tags),
+                "scope": p.scope,
+                "group_name": p.group,
+                "redacted_entities": p.redacted,
+                "thread": p.thread,
+                "position": p.position,
+                "occurred_at": p.occurred_at,
+            },
+        ).one()
+        self._joined(session, actor.tenant_id, memory_id, p)
+        return UploadResult(record=to_record(row, actor.agent_name, 1), decision="created")
 
     def _new_memory(self, session: Session, tenant_id: UUID, agent_id: UUID | None, p: _Prepared) -> Memory:
         memory = Memory(**_memory_row(tenant_id, agent_id, p))
         session.add(memory)
         session.flush()
+        self._joined(session, tenant_id, memory.id, p)
+        return memory
+
+    def _joined(self, session: Session, tenant_id: UUID, memory_id: UUID, p: _Prepared) -> None:
+        """What follows a new memory's INSERT: its cluster, the term statistics' change count."""
         # Skills are read by the whole tenant: only shared memories feed clusters (and so skills).
         if self.clusters is not None and p.scope == "shared":
-            self.clusters.assign(session, tenant_id, memory.id, p.embedding)
+            self.clusters.assign(session, tenant_id, memory_id, p.embedding)
         if self.term_stats is not None:
             self.term_stats.changed(tenant_id)
-        return memory
 
     def _merge(
         self, session: Session, actor: Actor, p: _Prepared, memory_id: UUID, sim: float, decision: str
