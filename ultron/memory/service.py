@@ -24,7 +24,7 @@ from sqlalchemy import BigInteger, TextClause, bindparam, cast, delete, func, in
 from sqlalchemy.orm import Session
 
 from ultron.config import Settings
-from ultron.db.models import ActivityEvent, Agent, Memory, MemoryContribution, Tenant
+from ultron.db.models import ActivityEvent, Agent, Memory, MemoryContribution
 from ultron.db.queries import q
 from ultron.errors import Forbidden, NotFound, UltronError, ValidationFailed
 from ultron.memory import document, fulltext
@@ -96,6 +96,11 @@ class Redactor(Protocol):
     ) -> tuple[dict[str, str | None], dict[str, int]]: ...
 
 
+# A tenant whose redaction policy this process has not read yet.
+_NOT_READ = object()
+_TENANT_POLICY = text("SELECT settings -> 'redaction' FROM tenants WHERE id = :tenant_id")
+
+
 @dataclass
 class _Prepared:
     fields: dict[str, str]
@@ -111,6 +116,8 @@ class _Prepared:
     thread: str | None = None
     position: int | None = None
     occurred_at: datetime | None = None
+    # The tenant's stored redaction policy it was redacted under, as read (_NOT_READ: none was read).
+    policy_seen: Any = _NOT_READ
 
 
 _DEDUP_LOCK = "SELECT pg_advisory_xact_lock(%s, %s)"
@@ -282,7 +289,8 @@ class MemoryService:
         self.redactor = redactor
         # What each scope redacts: the settings' policy, or a tenant's own merged over it (loaded per upload).
         self.redaction_policy = settings.redaction_policy()
-        self._tenant_policies: dict[UUID, Any] = {}
+        # tenant -> (its stored policy as last read, that merged over the settings' one).
+        self._tenant_policies: dict[UUID, tuple[Any, Any]] = {}
         # (HARD, SOFT): the band recorded in the database for its embedding model, else the settings'.
         self.hard_threshold, self.soft_threshold = dedup_band or settings.dedup_thresholds
         # Companion memory (ultron/companion/): emotion on upload, ripples on use, re-ranking of searches.
@@ -298,18 +306,32 @@ class MemoryService:
 
     def load_tenant_policy(self, session: Session, tenant_id: UUID) -> None:
         """Read the tenant's redaction policy (`tenants.settings -> 'redaction'`) over the global one."""
+        self._use_policy(tenant_id, session.execute(_TENANT_POLICY, {"tenant_id": tenant_id}).scalar())
+
+    def _use_policy(self, tenant_id: UUID, stored: Any) -> None:
+        """Apply the tenant's stored policy as read (`tenants.settings -> 'redaction'`, None: none)."""
         from ultron.privacy.policy import RedactionPolicy  # here: ultron.privacy's __init__ loads Presidio
 
-        raw = session.execute(select(Tenant.settings["redaction"]).where(Tenant.id == tenant_id)).scalar()
         try:
-            own = None if raw is None else self.redaction_policy.merged(RedactionPolicy.from_mapping(raw))
+            own = (
+                None if stored is None else self.redaction_policy.merged(RedactionPolicy.from_mapping(stored))
+            )
         except ValueError as exc:
             raise ValidationFailed(f"this tenant's redaction policy is invalid: {exc}") from None
-        self._tenant_policies[tenant_id] = own or self.redaction_policy
+        self._tenant_policies[tenant_id] = (stored, own or self.redaction_policy)
+
+    def _policy(self, tenant_id: UUID) -> tuple[Any, Any]:
+        """(the tenant's stored policy as last read, or _NOT_READ; the policy that applies)."""
+        return self._tenant_policies.get(tenant_id, (_NOT_READ, self.redaction_policy))
+
+    def policy_read(self, tenant_id: UUID) -> bool:
+        """Whether this process has read the tenant's policy: a single upload prepared under it checks it
+        again in its own transaction (`_upload`), so a caller need not read it before preparing."""
+        return self._policy(tenant_id)[0] is not _NOT_READ
 
     def scope_policy(self, tenant_id: UUID, scope: str) -> Any:
         """What a memory of `scope` in this tenant has redacted (private ones keep names by default)."""
-        return self._tenant_policies.get(tenant_id, self.redaction_policy).for_scope(scope)
+        return self._policy(tenant_id)[1].for_scope(scope)
 
     def _redact(
         self, fields: dict[str, str], tags: list[str], policy: Any = None
@@ -341,7 +363,8 @@ class MemoryService:
             raise ValidationFailed("scope 'group' needs a group name")
         if req.scope == "group" and req.group not in actor.groups:
             raise ValidationFailed(f"agent {actor.agent_name!r} is not in group {req.group!r}")
-        fields, tags, redacted = self._redact(fields, req.tags, self.scope_policy(actor.tenant_id, req.scope))
+        seen, policy = self._policy(actor.tenant_id)
+        fields, tags, redacted = self._redact(fields, req.tags, policy.for_scope(req.scope))
         if not fields["content"].strip():
             raise ValidationFailed("content is empty after redaction")
         memory_type = self.intelligence.infer_type(**fields)
@@ -362,25 +385,32 @@ class MemoryService:
             thread=req.thread,
             position=req.position,
             occurred_at=req.occurred_at,
+            policy_seen=seen,
         )
 
     def _nearest(self, session: Session, actor: Actor, p: _Prepared) -> list[tuple[UUID, float]]:
         rows = session.execute(q("nearest_same_type"), _nearest_params(actor, p)).all()
         return [(row.id, float(row.similarity)) for row in rows]
 
-    def _locked_nearest(self, session: Session, actor: Actor, p: _Prepared) -> list[tuple[UUID, float]]:
-        """Take the upload's dedup lock, then probe under it (`_nearest`): the two statements, and the
-        transaction's BEGIN when they open it, go to the server in one psycopg pipeline, one round trip.
-        The server still runs them one after the other, so the probe's snapshot is taken once the lock is
-        granted, exactly as when they are sent apart."""
+    def _locked_nearest(
+        self, session: Session, actor: Actor, p: _Prepared
+    ) -> tuple[Any, list[tuple[UUID, float]]]:
+        """Read the tenant's stored redaction policy, take the upload's dedup lock, then probe under it
+        (`_nearest`): the three statements, and the transaction's BEGIN when they open it, go to the server
+        in one psycopg pipeline, one round trip. The server still runs them one after the other, so the
+        probe's snapshot is taken once the lock is granted, exactly as when they are sent apart.
+        Returns (the stored policy, the probe)."""
         raw = session.connection().connection.driver_connection
         assert raw is not None  # a checked-out connection always has one; SQLAlchemy types it Optional
-        probe = _driver_sql(q("nearest_same_type"), session.get_bind().dialect)
+        dialect = session.get_bind().dialect
         with raw.pipeline():
+            policy = raw.execute(_driver_sql(_TENANT_POLICY, dialect), {"tenant_id": actor.tenant_id})
             raw.execute(_DEDUP_LOCK, (DEDUP_LOCK_NAMESPACE, self._dedup_key(actor, p)))
             cursor = raw.cursor(row_factory=namedtuple_row)
-            cursor.execute(probe, _nearest_params(actor, p))
-        return [(row.id, float(row.similarity)) for row in cursor.fetchall()]
+            cursor.execute(_driver_sql(q("nearest_same_type"), dialect), _nearest_params(actor, p))
+        found = policy.fetchone()
+        stored = None if found is None else found[0]
+        return stored, [(row.id, float(row.similarity)) for row in cursor.fetchall()]
 
     def _fields_of(self, session: Session, actor: Actor, memory_id: UUID) -> dict[str, str]:
         m = session.get(Memory, (memory_id, actor.tenant_id))
@@ -534,8 +564,8 @@ class MemoryService:
         self, session: Session, actor: Actor, req: UploadRequest, *, prepared: _Prepared | None = None
     ) -> UploadResult:
         """Redact, type, embed and summarize; then merge into a near duplicate or insert a new memory."""
-        if prepared is None:  # prepared: the caller loaded the tenant's policy before preparing
-            self.load_tenant_policy(session, actor.tenant_id)
+        if prepared is None and not self.policy_read(actor.tenant_id):
+            self.load_tenant_policy(session, actor.tenant_id)  # this process's first upload of the tenant
         result = self._upload(session, actor, req, prepared)
         return result if self.companion is None else self.companion.after_upload(session, actor, req, result)
 
@@ -564,9 +594,17 @@ class MemoryService:
     def _upload(
         self, session: Session, actor: Actor, req: UploadRequest, prepared: _Prepared | None = None
     ) -> UploadResult:
+        """The tenant's redaction policy is read in the upload's transaction, with the dedup lock and
+        probe (one round trip): the upload was prepared under the policy last read, and if the one stored
+        now differs, it is prepared again under that before anything is written."""
         p = prepared if prepared is not None else self._prepare(req, actor)
-        judged = self._prejudge(session, actor, p)
-        return self._decide(session, actor, p, judged, self._locked_nearest(session, actor, p))
+        while True:
+            judged = self._prejudge(session, actor, p)
+            stored, nearest = self._locked_nearest(session, actor, p)
+            if p.policy_seen is not _NOT_READ and stored == p.policy_seen:
+                return self._decide(session, actor, p, judged, nearest)
+            self._use_policy(actor.tenant_id, stored)
+            p = self._prepare(req, actor)
 
     def _dedup_key(self, actor: Actor, p: _Prepared) -> int:
         """The advisory lock an upload's dedup holds: one per (tenant, type, scope, owner), never per agent
