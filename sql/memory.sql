@@ -29,6 +29,32 @@ GROUP BY id
 ORDER BY similarity DESC, id
 LIMIT :k
 
+-- name: create_memory
+-- A new memory with its "created" contribution and its upload activity row: three INSERTs, one statement,
+-- one round trip. Returns the columns of the memory's record (ultron/memory/service.py, _create), so the
+-- upload answers from the row it wrote instead of reading it back. :search_text is fulltext.index_text of
+-- the fields and tags, indexed as document.tsvector does.
+WITH memory AS (
+    INSERT INTO memories (id, tenant_id, agent_id, memory_type, content, context, resolution, tags,
+                          summary_l0, overview_l1, embedding, content_hash, search_tsv, scope, group_name,
+                          redacted_entities, thread, position, occurred_at)
+    VALUES (:id, :tenant_id, :agent_id, :memory_type, :content, :context, :resolution, :tags,
+            :summary_l0, :overview_l1, CAST(:embedding AS vector), :content_hash,
+            to_tsvector('simple', CAST(:search_text AS text)), :scope, :group_name,
+            :redacted_entities, :thread, :position, :occurred_at)
+    RETURNING id, memory_type, content, context, resolution, tags, summary_l0, overview_l1, tier, status,
+              scope, group_name, pinned, hit_count, last_hit_at, created_at, updated_at, redacted_entities,
+              valence, arousal, thread, position, occurred_at, importance, resolved_at
+), contribution AS (
+    INSERT INTO memory_contributions (tenant_id, memory_id, agent_id, decision, content, context, resolution,
+                                      tags)
+    VALUES (:tenant_id, :id, :agent_id, 'created', :content, :context, :resolution, :tags)
+), activity AS (
+    INSERT INTO activity_events (tenant_id, agent_id, kind, memory_id, detail)
+    VALUES (:tenant_id, :agent_id, 'upload', :id, jsonb_build_object('memory_type', CAST(:memory_type AS text)))
+)
+SELECT * FROM memory
+
 -- name: search_memories
 -- Hybrid search in one read-only statement (docs/ranking.md):
 --   dense leg: the :candidates nearest memories by cosine (HNSW);

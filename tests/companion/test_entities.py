@@ -53,3 +53,30 @@ def test_entities_link_memories_rank_search_and_get_vault_pages(hub, tmp_path):
     assert page.startswith("# Lily Chen") and str(lily.id) in page
     assert (tmp_path / "alice" / "entities" / "place" / f"{safe_name('Berlin')}.md").exists()
     assert not report.skipped  # entity pages are not read back as memories
+
+
+def test_a_new_memory_links_what_it_names_and_lowercase_text_links_nothing(hub):
+    """Links of a new memory are inserted straight away (a new id has none to replace); a merge replaces
+    them from the merged text."""
+    alice = agent(hub, "alice")
+    named = alice.upload_memory("Maria Garcia moved the Atlas project to Frankfurt", scope="private")
+    plain = alice.upload_memory("the nightly backup job needs a longer timeout", scope="private")
+    again = alice.upload_memory("Maria Garcia moved the Atlas project to Frankfurt", scope="private")
+    assert again.id == named.id
+    with hub.db.session() as s:
+        links = {
+            memory_id: sorted((kind, name) for _, kind, name in rows)
+            for memory_id, rows in _by_memory(
+                s.execute(select(MemoryEntity.memory_id, MemoryEntity.kind, MemoryEntity.name)).all()
+            ).items()
+        }
+    assert ("person", "Maria Garcia") in links[named.id] and ("place", "Frankfurt") in links[named.id]
+    assert len(links[named.id]) == len(set(links[named.id]))  # the merge replaced them, no duplicates
+    assert plain.id not in links
+
+
+def _by_memory(rows):  # type: ignore[no-untyped-def]
+    out: dict = {}
+    for row in rows:
+        out.setdefault(row[0], []).append(row)
+    return out

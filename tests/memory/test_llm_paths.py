@@ -107,21 +107,24 @@ def test_merge_with_the_llm_down_keeps_the_text_and_counts_the_hit(make_hub, fak
     assert len(fake_openai.requests) > 0  # it did try the LLM
 
 
-def test_the_dedup_probe_runs_twice_only_when_a_chat_model_judges(make_hub, fake_openai):
+def test_the_dedup_probe_runs_twice_only_when_a_chat_model_judges(make_hub, fake_openai, monkeypatch):
     """With an LLM judge the neighbours are probed before the lock (the judge is asked outside it) and
-    again under it; offline the judge is local, and one probe under the lock is enough."""
-    from sqlalchemy import event
+    again under it; offline the judge is local, and one probe under the lock is enough. Counted at the
+    driver (the probe under the lock goes to psycopg directly, in a pipeline with the lock)."""
+    import psycopg
 
     def probes_per_upload(hub) -> int:  # type: ignore[no-untyped-def]
         seen: list[str] = []
+        execute = psycopg.Cursor.execute
 
-        def count(conn, cursor, statement, *args):  # type: ignore[no-untyped-def]
-            if "The nearest active memories of one type" in statement:
-                seen.append(statement)
+        def count(cursor, query, *args, **kwargs):  # type: ignore[no-untyped-def]
+            if "The nearest active memories of one type" in str(query):
+                seen.append(str(query))
+            return execute(cursor, query, *args, **kwargs)
 
-        event.listen(hub.db.engine, "before_cursor_execute", count)
-        upload(hub, FIRST)
-        event.remove(hub.db.engine, "before_cursor_execute", count)
+        with monkeypatch.context() as patched:
+            patched.setattr(psycopg.Cursor, "execute", count)
+            upload(hub, FIRST)
         return len(seen)
 
     assert probes_per_upload(make_hub()) == 1

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import random
 import threading
+from datetime import UTC, datetime
 
 import numpy as np
 import pytest
-from sqlalchemy import func, select, text
+from sqlalchemy import Text, func, select, text
 
-from ultron.db.models import Memory, MemoryContribution
+from ultron.db.models import ActivityEvent, Memory, MemoryContribution
 from ultron.errors import ValidationFailed
+from ultron.memory import document
 from ultron.memory.schemas import UploadRequest
 from ultron.memory.text import embedding_text
 from ultron.sdk._local import LocalBackend
@@ -62,6 +64,58 @@ def test_new_memory_is_typed_summarized_warm_active(hub):
     assert rec.overview_l1.startswith(rec.summary_l0[:20])
     assert rec.tags == ["python", "docker"]
     assert rec.agent == "local"
+
+
+def test_a_new_memorys_record_is_the_stored_row_with_its_contribution_and_activity(hub):
+    """The record answered for a new memory is built from the row its INSERT returned (one statement also
+    writes the contribution and the activity row): every field equals what a later read returns."""
+    req = PANDAS.model_copy(
+        update={
+            "content": PANDAS.content + " (token sk-live-0123456789abcdef0123456789abcdef)",
+            "scope": "private",
+            "thread": "session-7",
+            "position": 3,
+            "occurred_at": datetime(2026, 3, 14, 19, 0, tzinfo=UTC),
+            "importance": 8,
+            "valence": -0.5,
+            "arousal": 0.7,
+        }
+    )
+    result = upload(hub, req)
+    assert result.decision == "created"
+    with hub.db.session() as s:
+        actor = local_actor(s)
+        stored = hub.memory.get(s, actor, result.record.id)
+        contribution = s.execute(
+            select(MemoryContribution).where(MemoryContribution.memory_id == stored.id)
+        ).scalar_one()
+        activity = s.execute(
+            select(ActivityEvent).where(ActivityEvent.memory_id == stored.id, ActivityEvent.kind == "upload")
+        ).scalar_one()
+        tsv, same = s.execute(
+            select(
+                func.cast(Memory.search_tsv, Text),
+                Memory.search_tsv
+                == document.tsvector(stored.content, stored.context, stored.resolution, *stored.tags),
+            ).where(Memory.id == stored.id)
+        ).one()
+    assert result.record == stored
+    assert (stored.importance, stored.valence, stored.arousal) == (8, -0.5, 0.7)
+    assert (stored.thread, stored.position, stored.scope, stored.contributions) == (
+        "session-7",
+        3,
+        "private",
+        1,
+    )
+    assert "sk-live" not in stored.content and stored.redacted_entities
+    assert (contribution.decision, contribution.agent_id, contribution.content) == (
+        "created",
+        actor.agent_id,
+        stored.content,
+    )
+    assert contribution.tags == stored.tags == ["python", "docker"]
+    assert (activity.agent_id, activity.detail) == (actor.agent_id, {"memory_type": "error"})
+    assert same and "'docker'" in tsv  # its document: its words and tags, as document.tsvector makes it
 
 
 def test_identical_upload_merges_counts_a_hit_and_unions_tags(hub):

@@ -123,6 +123,17 @@ def test_fast_path_skips_presidio_for_plain_text():
     assert stats["fast_path"] == 2
 
 
+def test_the_word_auth_alone_takes_the_fast_path():
+    """`auth` names no secret by itself (only `auth=(…)` and `…Auth(…)` do, or a key with a secret word,
+    which has its own trigger): text that merely mentions it skips the recognizers."""
+    redactor = Redactor()
+    plain = "the auth service restarts nightly; oauth users see a short outage"
+    assert redactor.redact(plain).text == plain
+    assert redactor.stats()["fast_path"] == 1
+    assert "letmein99" not in redactor.redact('requests.get(url, auth=("admin", "letmein99"))').text
+    assert redactor.stats()["fast_path"] == 1
+
+
 def test_stats_count_entities():
     redactor = Redactor()
     redactor.redact("a@acme.io and b@acme.io")
@@ -140,6 +151,11 @@ def test_fast_path_never_hides_a_finding(redactor, monkeypatch):
     always_slow = Redactor()
     texts = _corpus_texts() + [
         'requests.get(url, auth=("admin", "letmein"))',
+        'requests.get(url, auth = ["admin", "letmein99"])',
+        'session.auth = HTTPBasicAuth("admin", "s3cret!pw")',
+        'httpx.DigestAuth("admin", "letmein99")',
+        "the auth service rotates auth_token=Zk2mP9qT4vXw7yB1 nightly",
+        "auth header missing; the oauth callback failed with xoxp-",
         "machine api.example.com login bob password letmeinplease!",
         "number +33 5 69 40 01 42",
         "xoxb-8837120044-5512093388-Zk2mP9qT4vXw7yB1cD3eF5gH",

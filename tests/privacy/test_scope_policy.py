@@ -68,3 +68,41 @@ def test_settings_choose_what_each_scope_keeps(make_hub):
     assert "Lily" not in me.upload_memory(LILY, scope="private").content
     with pytest.raises(ValueError, match="UPPER_SNAKE_CASE"):
         Settings(redaction_keep_private="person")
+
+
+def _set_policy(hub, policy: str | None) -> None:  # type: ignore[no-untyped-def]
+    with hub.db.session() as s:
+        if policy is None:
+            s.execute(text("UPDATE tenants SET settings = settings - 'redaction' WHERE name = 'default'"))
+        else:
+            s.execute(
+                text("UPDATE tenants SET settings = jsonb_set(settings, '{redaction}', CAST(:p AS jsonb))"),
+                {"p": policy},
+            )
+
+
+@pytest.mark.parametrize("prepared", [False, True], ids=["upload", "prepared-upload"])
+def test_a_policy_changed_after_uploads_applies_to_the_very_next_one(hub, prepared):
+    """The hub keeps the policy it read last and checks it in each upload's own transaction (with the
+    dedup lock): an upload prepared under a policy that has changed since is prepared again, under the
+    stored one, before anything is written; a prepared upload (the HTTP path) gets the same check."""
+    from ultron.memory.schemas import UploadRequest
+    from ultron.tenancy import local_actor
+
+    def upload(content: str) -> str:
+        req = UploadRequest(content=content, scope="private")
+        with hub.db.session() as s:
+            actor = local_actor(s)
+            if prepared:  # prepared under the policy last read, as the router does outside the transaction
+                p = hub.memory.prepare(req, actor)
+                return hub.memory.upload(s, actor, req, prepared=p).record.content
+            return hub.memory.upload(s, actor, req).record.content
+
+    assert "Lily" in upload(LILY)  # the default: private memories keep names
+    _set_policy(hub, '{"kept_by_scope": {"private": []}}')
+    assert "Lily" not in upload("My daughter Lily has piano lessons on Tuesday at the music school")
+    _set_policy(hub, None)
+    assert "Lily" in upload("My daughter Lily needs new ballet shoes, size 30, before the recital")
+    _set_policy(hub, '{"kept_by_scope": []}')
+    with pytest.raises(ValidationFailed, match="redaction policy is invalid"):
+        upload("anything at all")

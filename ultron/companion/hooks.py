@@ -15,7 +15,8 @@ from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, insert, select
+from sqlalchemy import update as sql_update
 from sqlalchemy.orm import Session
 
 from ultron.companion.emotion import infer_emotion, resonance
@@ -58,6 +59,8 @@ class MemoryHooks:
     ) -> UploadResult:
         """Store the given valence/arousal (averaged into a merge), or infer them with the LLM; link the
         people, places and projects the (redacted) text names."""
+        if result.decision == "created":
+            return self._after_create(session, actor, req, result)
         memory = session.get(Memory, (result.record.id, actor.tenant_id))
         if memory is None:
             return result
@@ -81,6 +84,49 @@ class MemoryHooks:
         session.flush()
         record = result.record.model_copy(update={"valence": memory.valence, "arousal": memory.arousal})
         return result.model_copy(update={"record": record})
+
+    def _after_create(
+        self, session: Session, actor: Actor, req: UploadRequest, result: UploadResult
+    ) -> UploadResult:
+        """`after_upload` for a memory the upload just created, from its record (the row its INSERT
+        returned): a new id has no entity links to replace, so only what its text names is inserted, and
+        the mood and importance are written in one UPDATE; text that names nothing, with no mood given or
+        inferred, costs no statement."""
+        record = result.record
+        self._insert_links(
+            session, actor.tenant_id, record.id, _named(record.content, record.context, record.resolution)
+        )
+        update: dict[str, Any] = {}
+        if req.importance is not None:
+            update["importance"] = req.importance
+        if req.valence is not None or req.arousal is not None:
+            update["valence"] = _blend(record.valence, req.valence, False)
+            update["arousal"] = _blend(record.arousal, req.arousal, False)
+        elif record.valence is None and self.settings.emotion_inference:
+            inferred = infer_emotion(self.intelligence, record.content, record.context, record.resolution)
+            if inferred is not None:
+                update["valence"], update["arousal"] = inferred
+        if not update:
+            return result
+        session.execute(
+            sql_update(Memory)
+            .where(Memory.id == record.id, Memory.tenant_id == actor.tenant_id)
+            .values(**update)
+        )
+        return result.model_copy(update={"record": record.model_copy(update=update)})
+
+    def _insert_links(
+        self, session: Session, tenant_id: UUID, memory_id: UUID, found: set[tuple[str, str]]
+    ) -> None:
+        if found:
+            session.execute(
+                insert(MemoryEntity).values(
+                    [
+                        {"memory_id": memory_id, "tenant_id": tenant_id, "kind": kind, "name": name}
+                        for kind, name in sorted(found)
+                    ]
+                )
+            )
 
     # --- hooks: details (time ripple) ----------------------------------------------------------
 
@@ -177,13 +223,9 @@ class MemoryHooks:
 
     def link_entities(self, session: Session, memory: Memory) -> None:
         """Replace the memory's entity links with what its current text names."""
-        from ultron.companion.entities import extract  # here: it loads Presidio and spaCy (start-up)
-
-        found = extract("\n".join((memory.content, memory.context, memory.resolution)))
+        found = _named(memory.content, memory.context, memory.resolution)
         session.execute(delete(MemoryEntity).where(MemoryEntity.memory_id == memory.id))
-        for kind, name in sorted(found):
-            session.add(MemoryEntity(memory_id=memory.id, tenant_id=memory.tenant_id, kind=kind, name=name))
-        session.flush()
+        self._insert_links(session, memory.tenant_id, memory.id, found)
 
     def _entity_signal(
         self,
@@ -345,6 +387,13 @@ class MemoryHooks:
                 )
             )
         return out
+
+
+def _named(*texts: str) -> set[tuple[str, str]]:
+    """(kind, name) pairs the texts name (ultron.companion.entities.extract over them joined)."""
+    from ultron.companion.entities import extract  # here: it loads Presidio and spaCy (start-up)
+
+    return extract("\n".join(texts))
 
 
 def _blend(current: float | None, given: float | None, merged: bool) -> float | None:

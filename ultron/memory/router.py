@@ -82,8 +82,9 @@ def upload_memory(body: UploadRequest, response: Response, unit: UnitDep, memory
     201 with a new memory, 200 when merged into an existing one."""
 
     def prepare(actor: Actor) -> Any:
-        with unit.session() as session:  # the tenant's redaction policy, in a short read of its own
-            memory.load_tenant_policy(session, actor.tenant_id)
+        if not memory.policy_read(actor.tenant_id):  # once read, the upload's transaction re-checks it
+            with unit.session() as session:  # the tenant's redaction policy, in a short read of its own
+                memory.load_tenant_policy(session, actor.tenant_id)
         return memory.prepare(body, actor)
 
     result = unit.prepared(prepare, lambda s, a, prepared: memory.upload(s, a, body, prepared=prepared))

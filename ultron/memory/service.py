@@ -20,11 +20,11 @@ from uuid import UUID, uuid4
 import numpy as np
 from psycopg import RawCursor
 from psycopg.rows import namedtuple_row
-from sqlalchemy import BigInteger, TextClause, cast, delete, func, insert, select, text, true
+from sqlalchemy import BigInteger, TextClause, bindparam, cast, delete, func, insert, select, text, true
 from sqlalchemy.orm import Session
 
 from ultron.config import Settings
-from ultron.db.models import ActivityEvent, Agent, Memory, MemoryContribution, Tenant
+from ultron.db.models import ActivityEvent, Agent, Memory, MemoryContribution
 from ultron.db.queries import q
 from ultron.errors import Forbidden, NotFound, UltronError, ValidationFailed
 from ultron.memory import document, fulltext
@@ -96,6 +96,11 @@ class Redactor(Protocol):
     ) -> tuple[dict[str, str | None], dict[str, int]]: ...
 
 
+# A tenant whose redaction policy this process has not read yet.
+_NOT_READ = object()
+_TENANT_POLICY = text("SELECT settings -> 'redaction' FROM tenants WHERE id = :tenant_id")
+
+
 @dataclass
 class _Prepared:
     fields: dict[str, str]
@@ -111,8 +116,11 @@ class _Prepared:
     thread: str | None = None
     position: int | None = None
     occurred_at: datetime | None = None
+    # The tenant's stored redaction policy it was redacted under, as read (_NOT_READ: none was read).
+    policy_seen: Any = _NOT_READ
 
 
+_DEDUP_LOCK = "SELECT pg_advisory_xact_lock(%s, %s)"
 _GENERIC_PLAN = "SET LOCAL plan_cache_mode = force_generic_plan"
 _DEFAULT_PLAN = "RESET plan_cache_mode"
 
@@ -169,6 +177,30 @@ def _search_sql(tier: bool, candidates: int, pool: int) -> TextClause:
     sql = "\n".join(lines)
     sql = sql.replace(":candidates", str(int(candidates))).replace(":fts_pool", str(int(pool)))
     return text(sql)
+
+
+def _nearest_params(actor: Actor, p: _Prepared) -> dict[str, Any]:
+    """The dedup probe's (nearest_same_type) parameters for a prepared upload."""
+    return {
+        "tenant_id": actor.tenant_id,
+        "content_hash": p.content_hash,
+        "memory_type": p.memory_type,
+        "scope": p.scope,
+        "agent_id": actor.agent_id,
+        "group_name": p.group,
+        "embedding": p.embedding,
+        "k": DEDUP_NEIGHBOURS,
+    }
+
+
+@cache
+def _create_memory() -> TextClause:
+    """create_memory with the types its parameters need bound (the rest go to the driver as they are)."""
+    columns = Memory.__table__.c
+    return q("create_memory").bindparams(
+        bindparam("tags", type_=columns.tags.type),
+        bindparam("redacted_entities", type_=columns.redacted_entities.type),
+    )
 
 
 def _memory_row(tenant_id: UUID, agent_id: UUID | None, p: _Prepared) -> dict[str, Any]:
@@ -257,7 +289,8 @@ class MemoryService:
         self.redactor = redactor
         # What each scope redacts: the settings' policy, or a tenant's own merged over it (loaded per upload).
         self.redaction_policy = settings.redaction_policy()
-        self._tenant_policies: dict[UUID, Any] = {}
+        # tenant -> (its stored policy as last read, that merged over the settings' one).
+        self._tenant_policies: dict[UUID, tuple[Any, Any]] = {}
         # (HARD, SOFT): the band recorded in the database for its embedding model, else the settings'.
         self.hard_threshold, self.soft_threshold = dedup_band or settings.dedup_thresholds
         # Companion memory (ultron/companion/): emotion on upload, ripples on use, re-ranking of searches.
@@ -273,18 +306,32 @@ class MemoryService:
 
     def load_tenant_policy(self, session: Session, tenant_id: UUID) -> None:
         """Read the tenant's redaction policy (`tenants.settings -> 'redaction'`) over the global one."""
+        self._use_policy(tenant_id, session.execute(_TENANT_POLICY, {"tenant_id": tenant_id}).scalar())
+
+    def _use_policy(self, tenant_id: UUID, stored: Any) -> None:
+        """Apply the tenant's stored policy as read (`tenants.settings -> 'redaction'`, None: none)."""
         from ultron.privacy.policy import RedactionPolicy  # here: ultron.privacy's __init__ loads Presidio
 
-        raw = session.execute(select(Tenant.settings["redaction"]).where(Tenant.id == tenant_id)).scalar()
         try:
-            own = None if raw is None else self.redaction_policy.merged(RedactionPolicy.from_mapping(raw))
+            own = (
+                None if stored is None else self.redaction_policy.merged(RedactionPolicy.from_mapping(stored))
+            )
         except ValueError as exc:
             raise ValidationFailed(f"this tenant's redaction policy is invalid: {exc}") from None
-        self._tenant_policies[tenant_id] = own or self.redaction_policy
+        self._tenant_policies[tenant_id] = (stored, own or self.redaction_policy)
+
+    def _policy(self, tenant_id: UUID) -> tuple[Any, Any]:
+        """(the tenant's stored policy as last read, or _NOT_READ; the policy that applies)."""
+        return self._tenant_policies.get(tenant_id, (_NOT_READ, self.redaction_policy))
+
+    def policy_read(self, tenant_id: UUID) -> bool:
+        """Whether this process has read the tenant's policy: a single upload prepared under it checks it
+        again in its own transaction (`_upload`), so a caller need not read it before preparing."""
+        return self._policy(tenant_id)[0] is not _NOT_READ
 
     def scope_policy(self, tenant_id: UUID, scope: str) -> Any:
         """What a memory of `scope` in this tenant has redacted (private ones keep names by default)."""
-        return self._tenant_policies.get(tenant_id, self.redaction_policy).for_scope(scope)
+        return self._policy(tenant_id)[1].for_scope(scope)
 
     def _redact(
         self, fields: dict[str, str], tags: list[str], policy: Any = None
@@ -316,7 +363,8 @@ class MemoryService:
             raise ValidationFailed("scope 'group' needs a group name")
         if req.scope == "group" and req.group not in actor.groups:
             raise ValidationFailed(f"agent {actor.agent_name!r} is not in group {req.group!r}")
-        fields, tags, redacted = self._redact(fields, req.tags, self.scope_policy(actor.tenant_id, req.scope))
+        seen, policy = self._policy(actor.tenant_id)
+        fields, tags, redacted = self._redact(fields, req.tags, policy.for_scope(req.scope))
         if not fields["content"].strip():
             raise ValidationFailed("content is empty after redaction")
         memory_type = self.intelligence.infer_type(**fields)
@@ -337,23 +385,32 @@ class MemoryService:
             thread=req.thread,
             position=req.position,
             occurred_at=req.occurred_at,
+            policy_seen=seen,
         )
 
     def _nearest(self, session: Session, actor: Actor, p: _Prepared) -> list[tuple[UUID, float]]:
-        rows = session.execute(
-            q("nearest_same_type"),
-            {
-                "tenant_id": actor.tenant_id,
-                "content_hash": p.content_hash,
-                "memory_type": p.memory_type,
-                "scope": p.scope,
-                "agent_id": actor.agent_id,
-                "group_name": p.group,
-                "embedding": p.embedding,
-                "k": DEDUP_NEIGHBOURS,
-            },
-        ).all()
+        rows = session.execute(q("nearest_same_type"), _nearest_params(actor, p)).all()
         return [(row.id, float(row.similarity)) for row in rows]
+
+    def _locked_nearest(
+        self, session: Session, actor: Actor, p: _Prepared
+    ) -> tuple[Any, list[tuple[UUID, float]]]:
+        """Read the tenant's stored redaction policy, take the upload's dedup lock, then probe under it
+        (`_nearest`): the three statements, and the transaction's BEGIN when they open it, go to the server
+        in one psycopg pipeline, one round trip. The server still runs them one after the other, so the
+        probe's snapshot is taken once the lock is granted, exactly as when they are sent apart.
+        Returns (the stored policy, the probe)."""
+        raw = session.connection().connection.driver_connection
+        assert raw is not None  # a checked-out connection always has one; SQLAlchemy types it Optional
+        dialect = session.get_bind().dialect
+        with raw.pipeline():
+            policy = raw.execute(_driver_sql(_TENANT_POLICY, dialect), {"tenant_id": actor.tenant_id})
+            raw.execute(_DEDUP_LOCK, (DEDUP_LOCK_NAMESPACE, self._dedup_key(actor, p)))
+            cursor = raw.cursor(row_factory=namedtuple_row)
+            cursor.execute(_driver_sql(q("nearest_same_type"), dialect), _nearest_params(actor, p))
+        found = policy.fetchone()
+        stored = None if found is None else found[0]
+        return stored, [(row.id, float(row.similarity)) for row in cursor.fetchall()]
 
     def _fields_of(self, session: Session, actor: Actor, memory_id: UUID) -> dict[str, str]:
         m = session.get(Memory, (memory_id, actor.tenant_id))
@@ -507,8 +564,8 @@ class MemoryService:
         self, session: Session, actor: Actor, req: UploadRequest, *, prepared: _Prepared | None = None
     ) -> UploadResult:
         """Redact, type, embed and summarize; then merge into a near duplicate or insert a new memory."""
-        if prepared is None:  # prepared: the caller loaded the tenant's policy before preparing
-            self.load_tenant_policy(session, actor.tenant_id)
+        if prepared is None and not self.policy_read(actor.tenant_id):
+            self.load_tenant_policy(session, actor.tenant_id)  # this process's first upload of the tenant
         result = self._upload(session, actor, req, prepared)
         return result if self.companion is None else self.companion.after_upload(session, actor, req, result)
 
@@ -537,13 +594,17 @@ class MemoryService:
     def _upload(
         self, session: Session, actor: Actor, req: UploadRequest, prepared: _Prepared | None = None
     ) -> UploadResult:
+        """The tenant's redaction policy is read in the upload's transaction, with the dedup lock and
+        probe (one round trip): the upload was prepared under the policy last read, and if the one stored
+        now differs, it is prepared again under that before anything is written."""
         p = prepared if prepared is not None else self._prepare(req, actor)
-        judged = self._prejudge(session, actor, p)
-        session.execute(
-            text("SELECT pg_advisory_xact_lock(:ns, :key)"),
-            {"ns": DEDUP_LOCK_NAMESPACE, "key": self._dedup_key(actor, p)},
-        )
-        return self._decide(session, actor, p, judged)
+        while True:
+            judged = self._prejudge(session, actor, p)
+            stored, nearest = self._locked_nearest(session, actor, p)
+            if p.policy_seen is not _NOT_READ and stored == p.policy_seen:
+                return self._decide(session, actor, p, judged, nearest)
+            self._use_policy(actor.tenant_id, stored)
+            p = self._prepare(req, actor)
 
     def _dedup_key(self, actor: Actor, p: _Prepared) -> int:
         """The advisory lock an upload's dedup holds: one per (tenant, type, scope, owner), never per agent
@@ -562,9 +623,17 @@ class MemoryService:
                     judged[memory_id] = self._judge(session, actor, p, memory_id)
         return judged
 
-    def _decide(self, session: Session, actor: Actor, p: _Prepared, judged: dict[UUID, bool]) -> UploadResult:
-        """Under the dedup lock: merge into the nearest same-type memory, or create a new one."""
-        nearest = self._nearest(session, actor, p)
+    def _decide(
+        self,
+        session: Session,
+        actor: Actor,
+        p: _Prepared,
+        judged: dict[UUID, bool],
+        nearest: list[tuple[UUID, float]] | None = None,
+    ) -> UploadResult:
+        """Under the dedup lock: merge into the nearest same-type memory, or create a new one. `nearest`:
+        the probe, when the caller made it under the lock already."""
+        nearest = self._nearest(session, actor, p) if nearest is None else nearest
         merged = self._merge_into(session, actor, p, judged, *nearest[0]) if nearest else None
         return merged if merged is not None else self._create(session, actor, p)
 
@@ -588,21 +657,49 @@ class MemoryService:
         return None
 
     def _create(self, session: Session, actor: Actor, p: _Prepared) -> UploadResult:
-        memory = self._new_memory(session, actor.tenant_id, actor.agent_id, p)
-        self._log_contribution(session, actor, memory.id, p, "created", None)
-        self._activity(session, actor, "upload", memory.id, {"memory_type": p.memory_type})
-        return UploadResult(record=self.get(session, actor, memory.id), decision="created")
+        """A new memory with its "created" contribution and its activity row, in one statement (sql/
+        memory.sql, create_memory); the record is built from the row its INSERT returns (its one
+        contribution is this one, its agent the uploader) rather than read back."""
+        memory_id = uuid4()
+        row = session.execute(
+            _create_memory(),
+            {
+                "id": memory_id,
+                "tenant_id": actor.tenant_id,
+                "agent_id": actor.agent_id,
+                "memory_type": p.memory_type,
+                **p.fields,
+                "tags": p.tags,
+                "summary_l0": p.summary_l0,
+                "overview_l1": p.overview_l1,
+                "embedding": p.embedding,
+                "content_hash": p.content_hash,
+                "search_text": fulltext.index_text(*p.fields.values(), *p.tags),
+                "scope": p.scope,
+                "group_name": p.group,
+                "redacted_entities": p.redacted,
+                "thread": p.thread,
+                "position": p.position,
+                "occurred_at": p.occurred_at,
+            },
+        ).one()
+        self._joined(session, actor.tenant_id, memory_id, p)
+        return UploadResult(record=to_record(row, actor.agent_name, 1), decision="created")
 
     def _new_memory(self, session: Session, tenant_id: UUID, agent_id: UUID | None, p: _Prepared) -> Memory:
         memory = Memory(**_memory_row(tenant_id, agent_id, p))
         session.add(memory)
         session.flush()
+        self._joined(session, tenant_id, memory.id, p)
+        return memory
+
+    def _joined(self, session: Session, tenant_id: UUID, memory_id: UUID, p: _Prepared) -> None:
+        """What follows a new memory's INSERT: its cluster, the term statistics' change count."""
         # Skills are read by the whole tenant: only shared memories feed clusters (and so skills).
         if self.clusters is not None and p.scope == "shared":
-            self.clusters.assign(session, tenant_id, memory.id, p.embedding)
+            self.clusters.assign(session, tenant_id, memory_id, p.embedding)
         if self.term_stats is not None:
             self.term_stats.changed(tenant_id)
-        return memory
 
     def _merge(
         self, session: Session, actor: Actor, p: _Prepared, memory_id: UUID, sim: float, decision: str

@@ -39,9 +39,11 @@ _TRIGGERS = {
     "AWS_ACCESS_KEY": r"AKIA|ASIA|ABIA|ACCA",
     "AWS_SECRET_KEY": r"(?i:secret)|AKIA|ASIA",
     "REDACTED_TOKEN": r"(?i:bearer|basic|authorization)",
+    # `auth` alone names no secret (is_credential_key wants a secret word, `token`, or a qualified `key`):
+    # it counts only in `auth=(…)` and `…Auth(…)` (requests' basic auth); Slack tokens are `xox?-`.
     "REDACTED_CREDENTIAL": (
-        r"(?i:pass|pwd|pw|secret|token|key|credential|identified|auth|://)|密码|口令|密钥|秘钥|私钥|令牌|-[pu]"
-        r"|xox|[sr]k_|glpat-|npm_|pypi-|shpat_|SG\.|ya29\.|redis-cli"
+        r"(?i:pass|pwd|pw|secret|token|key|credential|identified|auth[ \t]*[=(]|://)|密码|口令|密钥|秘钥|私钥|令牌"
+        r"|-[pu]|xox[abposr]-|[sr]k_|glpat-|npm_|pypi-|shpat_|SG\.|ya29\.|redis-cli"
     ),
     "PRIVATE_KEY": r"PRIVATE KEY",
     "JWT": r"eyJ",
