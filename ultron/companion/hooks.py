@@ -15,7 +15,8 @@ from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import delete, select
+from sqlalchemy import bindparam, delete, insert, select
+from sqlalchemy import update as update_
 from sqlalchemy.orm import Session
 
 from ultron.companion.emotion import infer_emotion, resonance
@@ -81,6 +82,43 @@ class MemoryHooks:
         session.flush()
         record = result.record.model_copy(update={"valence": memory.valence, "arousal": memory.arousal})
         return result.model_copy(update={"record": record})
+
+    def after_create_many(
+        self, session: Session, actor: Actor, created: list[tuple[UploadRequest, UploadResult]]
+    ) -> list[UploadResult]:
+        """`after_upload` for memories a batch has just created, in a few statements for them all: their
+        entity links in one INSERT (a new memory has none to replace), the given importance and moods (or
+        the inferred ones) in one UPDATE of the rows that get any."""
+        from ultron.companion.entities import extract  # here: it loads Presidio and spaCy (start-up)
+
+        links, changes, out = [], [], []
+        for req, result in created:
+            r = result.record
+            found = extract("\n".join((r.content, r.context, r.resolution)))
+            links += [
+                {"memory_id": r.id, "tenant_id": actor.tenant_id, "kind": k, "name": n}
+                for k, n in sorted(found)
+            ]
+            update: dict[str, Any] = {}
+            if req.importance is not None:
+                update["importance"] = req.importance
+            if req.valence is not None or req.arousal is not None:
+                update["valence"], update["arousal"] = req.valence, req.arousal
+            elif r.valence is None and self.settings.emotion_inference:
+                inferred = infer_emotion(self.intelligence, r.content, r.context, r.resolution)
+                if inferred is not None:
+                    update["valence"], update["arousal"] = inferred
+            if update:
+                changes.append(update | {"b_id": r.id, "b_tenant": actor.tenant_id})
+                result = result.model_copy(update={"record": r.model_copy(update=update)})
+            out.append(result)
+        if links:
+            session.execute(insert(MemoryEntity.metadata.tables[MemoryEntity.__tablename__]), links)
+        table = Memory.metadata.tables[Memory.__tablename__]
+        by_id = (table.c.id == bindparam("b_id"), table.c.tenant_id == bindparam("b_tenant"))
+        for columns in sorted({tuple(sorted(c)) for c in changes}):  # one UPDATE per set of columns
+            session.execute(update_(table).where(*by_id), [c for c in changes if tuple(sorted(c)) == columns])
+        return out
 
     # --- hooks: details (time ripple) ----------------------------------------------------------
 
