@@ -116,6 +116,38 @@ class _Prepared:
     occurred_at: datetime | None = None
 
 
+class _NewMemories:
+    """A batch's new memories of one dedup key so far: their content hashes and unit vectors, which a
+    later item of the batch is compared with by exact cosine (the matrix grows in place)."""
+
+    def __init__(self) -> None:
+        self.hashes: set[str] = set()
+        self.vectors: np.ndarray | None = None
+        self.n = 0
+
+    def add(self, p: _Prepared) -> None:
+        v = _unit(p.embedding)
+        if self.vectors is None or self.n == len(self.vectors):
+            grown = np.empty((max(16, 2 * self.n), v.shape[0]), dtype=np.float32)
+            if self.vectors is not None:
+                grown[: self.n] = self.vectors
+            self.vectors = grown
+        self.vectors[self.n] = v
+        self.n += 1
+        self.hashes.add(p.content_hash)
+
+    def top(self, embedding: Any) -> float:
+        """The highest cosine between `embedding` and these memories."""
+        assert self.vectors is not None  # one memory at least: made by add()
+        return float((self.vectors[: self.n] @ _unit(embedding)).max())
+
+
+def _unit(vector: Any) -> np.ndarray:
+    v = np.asarray(vector, dtype=np.float32)
+    norm = float(np.linalg.norm(v))
+    return v / norm if norm else v
+
+
 _GENERIC_PLAN = "SET LOCAL plan_cache_mode = force_generic_plan"
 _DEFAULT_PLAN = "RESET plan_cache_mode"
 
@@ -465,11 +497,11 @@ class MemoryService:
         probes, loaded = self._batch_probe(session, actor, [p for _, _, p in items])
         results: list[UploadResult | UltronError] = list(prepared)
         pending: list[tuple[int, Any, _Prepared]] = []
-        new: dict[int, list[_Prepared]] = {}  # the batch's new memories so far, by dedup key
+        new: dict[int, _NewMemories] = {}  # the batch's new memories so far, by dedup key
         stale: set[int] = set()  # keys with a memory whose text a merge of this batch rewrote
         for (i, req, p), probe in zip(items, probes, strict=True):
             key = self._dedup_key(actor, p)
-            stored, near_new = self._batch_nearest(p, probe, new.get(key, []))
+            stored, near_new = self._batch_nearest(p, probe, new.get(key))
             if near_new or key in stale:  # probe again, as a single upload would, with the database caught up
                 if any(self._dedup_key(actor, q) == key for _, _, q in pending):
                     self._create_many(session, actor, pending, results)
@@ -479,7 +511,7 @@ class MemoryService:
             merged = self._merge_into(session, actor, p, judged[i], *stored) if stored else None
             if merged is None:
                 pending.append((i, req, p))
-                new.setdefault(key, []).append(p)
+                new.setdefault(key, _NewMemories()).add(p)
                 continue
             results[i] = self._finish(session, actor, req, merged)
             if merged.merged_text:
@@ -535,7 +567,7 @@ class MemoryService:
         }
 
     def _batch_nearest(
-        self, p: _Prepared, probe: list[tuple[UUID, float]], new: list[_Prepared]
+        self, p: _Prepared, probe: list[tuple[UUID, float]], new: _NewMemories | None
     ) -> tuple[tuple[UUID, float] | None, bool]:
         """What the dedup probe of a single upload of `p`, made after the batch's earlier items, would put
         first, from `p`'s probe of the stored memories and the batch's earlier new memories of its key:
@@ -543,12 +575,10 @@ class MemoryService:
         when a new memory of the batch could be first (equal content hash, or cosine at SOFT as close as
         the stored one). The margin sends float-rounding ties to the exact path."""
         best = probe[0] if probe and probe[0][1] >= self.soft_threshold - SIM_MARGIN else None
-        if new:
-            if any(q.content_hash == p.content_hash for q in new):
+        if new is not None:
+            if p.content_hash in new.hashes:
                 return None, True
-            top = float(
-                (np.stack([q.embedding for q in new]) @ np.asarray(p.embedding, dtype=np.float32)).max()
-            )
+            top = new.top(p.embedding)
             if top >= self.soft_threshold - SIM_MARGIN and (best is None or top >= best[1] - SIM_MARGIN):
                 return None, True
         return best, False
