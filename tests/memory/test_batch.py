@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import threading
 
-from sqlalchemy import select
+from sqlalchemy import Text, func, select
 
-from ultron.db.models import ClusterMember, Memory, MemoryContribution, Tenant
+from ultron.db.models import ActivityEvent, ClusterMember, Memory, MemoryContribution, MemoryEntity, Tenant
 from ultron.memory.schemas import UploadRequest
+from ultron.memory.termstats import MIN_CHANGES, TermStatsKeeper
 from ultron.sdk import Ultron
 from ultron.sdk._local import LocalBackend
 
@@ -35,6 +36,16 @@ REDIS = {
 }
 PREFER = {"content": "I prefer short answers with the command first", "tags": ["style"]}
 PRIVATE = {**PREFER, "scope": "private"}
+# The companion's part: entity links (a private memory keeps its names), moods, importance, threads.
+LILY = {
+    "content": "Lily Chen starts piano lessons in Berlin next month",
+    "scope": "private",
+    "importance": 8,
+    "valence": 0.6,
+    "thread": "family",
+    "position": 3,
+}
+LILY_AGAIN = {**LILY, "valence": -0.2, "arousal": 0.4, "importance": 3}  # merges: moods blended
 ITEMS = [
     PANDAS,
     REDIS,
@@ -47,6 +58,9 @@ ITEMS = [
     {**REDIS, "tags": ["cache"]},
     {"content": "x", "scope": "group"},  # refused: a group scope needs a group name
     {"content": "stored before the batch, uploaded again", "context": "a repeat of a stored memory"},
+    LILY,
+    {"content": "Maria Garcia moved the Atlas project to Frankfurt", "scope": "private", "arousal": 0.9},
+    LILY_AGAIN,
 ]
 STORED = {"content": "stored before the batch, uploaded again", "context": "a repeat of a stored memory"}
 
@@ -68,6 +82,12 @@ def _state(hub, tenant: str) -> list[tuple]:  # type: ignore[no-untyped-def]
                 .order_by(MemoryContribution.id)
             ).all()
             clustered = s.get(ClusterMember, (m.id, tenant_id)) is not None
+            links = s.execute(
+                select(MemoryEntity.kind, MemoryEntity.name)
+                .where(MemoryEntity.memory_id == m.id)
+                .order_by(MemoryEntity.kind, MemoryEntity.name)
+            ).all()
+            document = s.execute(select(func.cast(Memory.search_tsv, Text)).where(Memory.id == m.id)).scalar()
             rows.append(
                 (
                     m.content,
@@ -80,11 +100,24 @@ def _state(hub, tenant: str) -> list[tuple]:  # type: ignore[no-untyped-def]
                     m.hit_count,
                     tuple(sorted(m.redacted_entities.items())),
                     m.summary_l0,
+                    m.overview_l1,
                     m.content_hash,
+                    tuple(round(float(x), 6) for x in m.embedding),
+                    document,
+                    (m.thread, m.position, m.occurred_at, m.group_name, m.pinned, m.tier),
+                    (m.importance, m.valence, m.arousal),
                     tuple(tuple(c) for c in contributions),
                     clustered,
+                    tuple(tuple(link) for link in links),
                 )
             )
+        activity = s.execute(
+            select(ActivityEvent.kind, func.count())
+            .where(ActivityEvent.tenant_id == tenant_id)
+            .group_by(ActivityEvent.kind)
+            .order_by(ActivityEvent.kind)
+        ).all()
+        rows.append(("activity", tuple(tuple(a) for a in activity)))
     return sorted(rows, key=repr)
 
 
@@ -95,7 +128,7 @@ def test_batch_ends_as_the_same_uploads_one_by_one(hub):
     decisions = []
     for item in ITEMS:
         try:
-            decisions.append(single.upload(**item).decision)
+            decisions.append(single._backend.upload(UploadRequest.model_validate(item)).decision)
         except Exception:  # noqa: BLE001 - a refusal, compared with the batch's below
             decisions.append("refused")
     result = batch.upload_batch(ITEMS)
@@ -107,13 +140,19 @@ def test_batch_ends_as_the_same_uploads_one_by_one(hub):
         sum(d in ("merged", "merged_judge") for d in decisions),
         2,
     )
-    assert "merged" in decisions and decisions.count("created") >= 4
+    assert "merged" in decisions and decisions.count("created") >= 6
     assert "content" in result.results[4].reason and "group" in result.results[9].reason
     assert _state(hub, "batched") == _state(hub, "one-by-one")
     # The repeat inside the batch merged into the memory the batch itself had just created.
     assert result.results[2].memory_id == result.results[0].memory_id
     redis = [r for r in _state(hub, "batched") if r[0].startswith("Redis")]
     assert redis[0][8] == (("EMAIL_ADDRESS", 2),) and "alice@" not in redis[0][1]
+    lily = [r for r in _state(hub, "batched") if r[0].startswith("Lily")]
+    assert lily[0][15] == (3, 0.2, 0.4) and ("person", "Lily Chen") in lily[0][18]
+    assert (
+        result.results[-1].decision == "merged"
+        and result.results[-1].memory_id == result.results[11].memory_id
+    )
 
 
 def test_batch_items_are_checked_like_single_uploads(hub):
@@ -155,3 +194,20 @@ def test_concurrent_batches_over_the_same_keys_do_not_deadlock(hub):
     with hub.db.session() as s:
         contents = s.execute(select(Memory.content)).scalars().all()
     assert len(contents) == len(set(contents))
+
+
+def test_a_batch_counts_each_new_memory_toward_the_term_statistics_rebuild(hub):
+    items = [
+        {"content": f"lexicon entry {n}: the word {chr(97 + n)}{chr(98 + n)} means {n}"}
+        for n in range(MIN_CHANGES)
+    ]
+    counted = {}
+    for tenant, send in (
+        ("one-by-one", lambda c: [c.upload(**item) for item in items]),
+        ("batched", lambda c: c.upload_batch(items)),
+    ):
+        keeper = hub.memory.term_stats = TermStatsKeeper(hub.db)  # not started: nothing rebuilds meanwhile
+        send(_client(hub, tenant))
+        counted[tenant] = (sum(keeper._changes.values()), len(keeper._dirty))
+    # A rebuild is due after MIN_CHANGES new memories, batched or not.
+    assert counted["batched"] == counted["one-by-one"] == (MIN_CHANGES, 1)

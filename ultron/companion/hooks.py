@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import delete, insert, select
+from sqlalchemy import bindparam, delete, insert, select
 from sqlalchemy import update as sql_update
 from sqlalchemy.orm import Session
 
@@ -96,6 +96,47 @@ class MemoryHooks:
         self._insert_links(
             session, actor.tenant_id, record.id, _named(record.content, record.context, record.resolution)
         )
+        update = self._new_memory_columns(req, record)
+        if not update:
+            return result
+        session.execute(
+            sql_update(Memory)
+            .where(Memory.id == record.id, Memory.tenant_id == actor.tenant_id)
+            .values(**update)
+        )
+        return result.model_copy(update={"record": record.model_copy(update=update)})
+
+    def after_create_many(
+        self, session: Session, actor: Actor, created: list[tuple[UploadRequest, UploadResult]]
+    ) -> list[UploadResult]:
+        """`_after_create` for memories a batch has just created, in a few statements for them all: their
+        entity links in one INSERT, the given importance and moods (or the inferred ones) in one UPDATE per
+        set of columns."""
+        links, changes, out = [], [], []
+        for req, result in created:
+            r = result.record
+            links += [
+                {"memory_id": r.id, "tenant_id": actor.tenant_id, "kind": k, "name": n}
+                for k, n in sorted(_named(r.content, r.context, r.resolution))
+            ]
+            update = self._new_memory_columns(req, r)
+            if update:
+                changes.append(update | {"b_id": r.id, "b_tenant": actor.tenant_id})
+                result = result.model_copy(update={"record": r.model_copy(update=update)})
+            out.append(result)
+        if links:
+            session.execute(insert(MemoryEntity.metadata.tables[MemoryEntity.__tablename__]), links)
+        table = Memory.metadata.tables[Memory.__tablename__]
+        by_id = (table.c.id == bindparam("b_id"), table.c.tenant_id == bindparam("b_tenant"))
+        for columns in sorted({tuple(sorted(c)) for c in changes}):  # one UPDATE per set of columns
+            session.execute(
+                sql_update(table).where(*by_id), [c for c in changes if tuple(sorted(c)) == columns]
+            )
+        return out
+
+    def _new_memory_columns(self, req: UploadRequest, record: Any) -> dict[str, Any]:
+        """What a new memory's row gets besides its text: the given importance, the given moods, or the
+        mood inferred from its text."""
         update: dict[str, Any] = {}
         if req.importance is not None:
             update["importance"] = req.importance
@@ -106,14 +147,7 @@ class MemoryHooks:
             inferred = infer_emotion(self.intelligence, record.content, record.context, record.resolution)
             if inferred is not None:
                 update["valence"], update["arousal"] = inferred
-        if not update:
-            return result
-        session.execute(
-            sql_update(Memory)
-            .where(Memory.id == record.id, Memory.tenant_id == actor.tenant_id)
-            .values(**update)
-        )
-        return result.model_copy(update={"record": record.model_copy(update=update)})
+        return update
 
     def _insert_links(
         self, session: Session, tenant_id: UUID, memory_id: UUID, found: set[tuple[str, str]]

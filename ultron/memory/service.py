@@ -20,7 +20,19 @@ from uuid import UUID, uuid4
 import numpy as np
 from psycopg import RawCursor
 from psycopg.rows import namedtuple_row
-from sqlalchemy import BigInteger, TextClause, bindparam, cast, delete, func, insert, select, text, true
+from sqlalchemy import (
+    BigInteger,
+    Table,
+    TextClause,
+    bindparam,
+    cast,
+    delete,
+    func,
+    insert,
+    select,
+    text,
+    true,
+)
 from sqlalchemy.orm import Session
 
 from ultron.config import Settings
@@ -75,6 +87,9 @@ class CompanionHooks(Protocol):
     def after_upload(
         self, session: Session, actor: Actor, req: UploadRequest, result: UploadResult
     ) -> UploadResult: ...
+    def after_create_many(
+        self, session: Session, actor: Actor, created: list[tuple[Any, UploadResult]]
+    ) -> list[UploadResult]: ...
     def after_details(self, session: Session, actor: Actor, ids: list[UUID]) -> None: ...
     def after_search(
         self, session: Session, actor: Actor, results: list[SearchResult], **signals: Any
@@ -118,6 +133,38 @@ class _Prepared:
     occurred_at: datetime | None = None
     # The tenant's stored redaction policy it was redacted under, as read (_NOT_READ: none was read).
     policy_seen: Any = _NOT_READ
+
+
+class _NewMemories:
+    """A batch's new memories of one dedup key so far: their content hashes and unit vectors, which a
+    later item of the batch is compared with by exact cosine (the matrix grows in place)."""
+
+    def __init__(self) -> None:
+        self.hashes: set[str] = set()
+        self.vectors: np.ndarray | None = None
+        self.n = 0
+
+    def add(self, p: _Prepared) -> None:
+        v = _unit(p.embedding)
+        if self.vectors is None or self.n == len(self.vectors):
+            grown = np.empty((max(16, 2 * self.n), v.shape[0]), dtype=np.float32)
+            if self.vectors is not None:
+                grown[: self.n] = self.vectors
+            self.vectors = grown
+        self.vectors[self.n] = v
+        self.n += 1
+        self.hashes.add(p.content_hash)
+
+    def top(self, embedding: Any) -> float:
+        """The highest cosine between `embedding` and these memories."""
+        assert self.vectors is not None  # one memory at least: made by add()
+        return float((self.vectors[: self.n] @ _unit(embedding)).max())
+
+
+def _unit(vector: Any) -> np.ndarray:
+    v = np.asarray(vector, dtype=np.float32)
+    norm = float(np.linalg.norm(v))
+    return v / norm if norm else v
 
 
 _DEDUP_LOCK = "SELECT pg_advisory_xact_lock(%s, %s)"
@@ -216,6 +263,46 @@ def _memory_row(tenant_id: UUID, agent_id: UUID | None, p: _Prepared) -> dict[st
         "embedding": p.embedding,
         "content_hash": p.content_hash,
         "search_tsv": document.tsvector(*p.fields.values(), *p.tags),
+        "scope": p.scope,
+        "group_name": p.group,
+        "redacted_entities": p.redacted,
+        "thread": p.thread,
+        "position": p.position,
+        "occurred_at": p.occurred_at,
+    }
+
+
+def _table(model: type[Any]) -> Table:
+    """A model's table, for Core statements over many rows (no ORM objects built)."""
+    return model.metadata.tables[model.__tablename__]
+
+
+# What a new memory's record needs (to_record), returned by a batch's INSERT.
+_RECORD_COLUMNS = tuple(
+    _table(Memory).c[name]
+    for name in (
+        "id memory_type content context resolution tags summary_l0 overview_l1 tier status scope group_name "
+        "pinned hit_count last_hit_at created_at updated_at redacted_entities valence arousal thread "
+        "position occurred_at importance resolved_at"
+    ).split()
+)
+
+
+def _batch_memory_row(memory_id: UUID, actor: Actor, p: _Prepared) -> dict[str, Any]:
+    """`_memory_row` for an INSERT run over many rows: the document's text is a parameter of the statement
+    (`document.tsvector_of("search_doc")`), not an expression of its own."""
+    return {
+        "id": memory_id,
+        "tenant_id": actor.tenant_id,
+        "agent_id": actor.agent_id,
+        "memory_type": p.memory_type,
+        **p.fields,
+        "tags": p.tags,
+        "summary_l0": p.summary_l0,
+        "overview_l1": p.overview_l1,
+        "embedding": p.embedding,
+        "content_hash": p.content_hash,
+        "search_doc": fulltext.index_text(*p.fields.values(), *p.tags),
         "scope": p.scope,
         "group_name": p.group,
         "redacted_entities": p.redacted,
@@ -461,11 +548,13 @@ class MemoryService:
 
         The dedup locks of every (type, scope, owner) the batch touches are taken up front in key order,
         so two batches never wait on each other in a cycle; with a chat-model judge, its calls happen
-        before the locks, as a single upload's do. Each item is probed as a single upload is; the batch's
-        earlier new items, not yet inserted, are compared by exact cosine (same key). An item that merges
-        into a stored memory merges at once; new items are inserted together (one INSERT for their rows,
-        one for their contributions, one for their activity); an item whose nearest could be an earlier
-        item of the batch first inserts those, then takes the single upload's own path."""
+        before the locks, as a single upload's do. Under the locks every item's single dedup probe is sent
+        at once (`_batch_probe`); those probes see the stored memories only, so the batch's own new
+        memories are compared by exact cosine (same key). An item that merges into a stored memory merges
+        at once; new items are inserted together (`_create_many`). An item whose nearest could be a new
+        memory of the batch, or whose key had a memory's text rewritten by a merge earlier in the batch
+        (its probe is stale), is probed again as a single upload is, after the pending new memories of its
+        key are inserted."""
         items = [
             (i, r, p) for i, (r, p) in enumerate(zip(reqs, prepared, strict=True)) if isinstance(p, _Prepared)
         ]
@@ -474,21 +563,30 @@ class MemoryService:
             session.execute(
                 text("SELECT pg_advisory_xact_lock(:ns, :key)"), {"ns": DEDUP_LOCK_NAMESPACE, "key": key}
             )
+        probes, loaded = self._batch_probe(session, actor, [p for _, _, p in items])
         results: list[UploadResult | UltronError] = list(prepared)
         pending: list[tuple[int, Any, _Prepared]] = []
-        for i, req, p in items:
-            stored, near_pending = self._batch_nearest(session, actor, p, pending)
-            if near_pending:  # the decision needs an earlier item of the batch in the database
-                self._create_many(session, actor, pending, results)
-                pending = []
-                results[i] = self._finish(session, actor, req, self._decide(session, actor, p, judged[i]))
-                continue
+        new: dict[int, _NewMemories] = {}  # the batch's new memories so far, by dedup key
+        stale: set[int] = set()  # keys with a memory whose text a merge of this batch rewrote
+        for (i, req, p), probe in zip(items, probes, strict=True):
+            key = self._dedup_key(actor, p)
+            stored, near_new = self._batch_nearest(p, probe, new.get(key))
+            if near_new or key in stale:  # probe again, as a single upload would, with the database caught up
+                if any(self._dedup_key(actor, q) == key for _, _, q in pending):
+                    self._create_many(session, actor, pending, results)
+                    pending = []
+                nearest = self._nearest(session, actor, p)
+                stored = nearest[0] if nearest else None
             merged = self._merge_into(session, actor, p, judged[i], *stored) if stored else None
             if merged is None:
                 pending.append((i, req, p))
-            else:
-                results[i] = self._finish(session, actor, req, merged)
+                new.setdefault(key, _NewMemories()).add(p)
+                continue
+            results[i] = self._finish(session, actor, req, merged)
+            if merged.merged_text:
+                stale.add(key)
         self._create_many(session, actor, pending, results)
+        del loaded
         return results
 
     def _finish(self, session: Session, actor: Actor, req: Any, result: UploadResult) -> UploadResult:
@@ -497,23 +595,59 @@ class MemoryService:
         record_upload(result.decision)
         return result
 
+    def _batch_probe(
+        self, session: Session, actor: Actor, ps: list[_Prepared]
+    ) -> tuple[list[list[tuple[UUID, float]]], list[Memory]]:
+        """`_nearest` of every item, against the stored memories: the same statement, sent for all items
+        in one round trip (psycopg's executemany pipelines them), so each is planned and answered as a
+        single upload's probe is. And the memories at the top of a probe at SOFT or above, loaded in one
+        statement for the merge checks that read their text (`_fields_of` finds them in the session while
+        the caller holds the list)."""
+        if not ps:
+            return [], []
+        raw = session.connection().connection.driver_connection
+        assert raw is not None  # a checked-out connection always has one; SQLAlchemy types it Optional
+        probes: list[list[tuple[UUID, float]]] = []
+        with raw.cursor() as cursor:
+            cursor.executemany(
+                _driver_sql(q("nearest_same_type"), session.get_bind().dialect),
+                [self._probe_params(actor, p) for p in ps],
+                returning=True,
+            )
+            while True:
+                probes.append([(row[0], float(row[1])) for row in cursor.fetchall()])
+                if not cursor.nextset():
+                    break
+        near = {probe[0][0] for probe in probes if probe and probe[0][1] >= self.soft_threshold - SIM_MARGIN}
+        stmt = select(Memory).where(Memory.tenant_id == actor.tenant_id, Memory.id.in_(near))
+        return probes, list(session.execute(stmt).scalars()) if near else []
+
+    def _probe_params(self, actor: Actor, p: _Prepared) -> dict[str, Any]:
+        """`_nearest`'s parameters."""
+        return {
+            "tenant_id": actor.tenant_id,
+            "content_hash": p.content_hash,
+            "memory_type": p.memory_type,
+            "scope": p.scope,
+            "agent_id": actor.agent_id,
+            "group_name": p.group,
+            "embedding": p.embedding,
+            "k": DEDUP_NEIGHBOURS,
+        }
+
     def _batch_nearest(
-        self, session: Session, actor: Actor, p: _Prepared, pending: list[tuple[int, Any, _Prepared]]
+        self, p: _Prepared, probe: list[tuple[UUID, float]], new: _NewMemories | None
     ) -> tuple[tuple[UUID, float] | None, bool]:
         """What the dedup probe of a single upload of `p`, made after the batch's earlier items, would put
-        first: (the stored memory at the top of the probe, if it is at SOFT or above, and False) or (None,
-        True) when an earlier item not yet inserted could be first (same key, equal content hash or cosine
-        at SOFT, as close as the stored one). The margin sends float-rounding ties to the exact path."""
-        nearest = self._nearest(session, actor, p)
-        best = nearest[0] if nearest and nearest[0][1] >= self.soft_threshold - SIM_MARGIN else None
-        key = self._dedup_key(actor, p)
-        same = [q for _, _, q in pending if self._dedup_key(actor, q) == key]
-        if same:
-            if any(q.content_hash == p.content_hash for q in same):
+        first, from `p`'s probe of the stored memories and the batch's earlier new memories of its key:
+        (the stored memory at the top of the probe, if it is at SOFT or above, and False) or (None, True)
+        when a new memory of the batch could be first (equal content hash, or cosine at SOFT as close as
+        the stored one). The margin sends float-rounding ties to the exact path."""
+        best = probe[0] if probe and probe[0][1] >= self.soft_threshold - SIM_MARGIN else None
+        if new is not None:
+            if p.content_hash in new.hashes:
                 return None, True
-            top = float(
-                (np.stack([q.embedding for q in same]) @ np.asarray(p.embedding, dtype=np.float32)).max()
-            )
+            top = new.top(p.embedding)
             if top >= self.soft_threshold - SIM_MARGIN and (best is None or top >= best[1] - SIM_MARGIN):
                 return None, True
         return best, False
@@ -525,39 +659,47 @@ class MemoryService:
         pending: list[tuple[int, Any, _Prepared]],
         results: list[UploadResult | UltronError],
     ) -> None:
-        """`_create` for many new memories: one INSERT each for their rows, contributions and activity;
-        cluster assignment and the companion's hook per memory, in order, as single uploads run them."""
+        """`_create` for many new memories: their rows inserted by one statement that returns what their
+        records need, their contributions and activity by one each; cluster assignment per memory, in
+        order, as single uploads run it; the companion's hook once for them all (`after_create_many`)."""
         if not pending:
             return
-        ids = [uuid4() for _ in pending]
-        created = list(zip(ids, pending, strict=True))
-        rows = [
-            {"id": memory_id, **_memory_row(actor.tenant_id, actor.agent_id, p)}
-            for memory_id, (_, _, p) in created
-        ]
-        session.execute(insert(Memory).values(rows))
+        created = [(uuid4(), req, p) for _, req, p in pending]
+        rows = session.execute(
+            insert(_table(Memory))
+            .values(search_tsv=document.tsvector_of("search_doc"))
+            .returning(*_RECORD_COLUMNS),
+            [_batch_memory_row(memory_id, actor, p) for memory_id, _, p in created],
+        ).all()
+        by_id = {row.id: row for row in rows}
         session.execute(
-            insert(MemoryContribution).values(
-                [_contribution_row(actor, memory_id, p, "created", None) for memory_id, (_, _, p) in created]
-            )
+            insert(_table(MemoryContribution)),
+            [_contribution_row(actor, memory_id, p, "created", None) for memory_id, _, p in created],
         )
         session.execute(
-            insert(ActivityEvent).values(
-                [
-                    _activity_row(actor, "upload", memory_id, {"memory_type": p.memory_type})
-                    for memory_id, (_, _, p) in created
-                ]
-            )
+            insert(_table(ActivityEvent)),
+            [
+                _activity_row(actor, "upload", memory_id, {"memory_type": p.memory_type})
+                for memory_id, _, p in created
+            ],
         )
-        stmt = select(Memory).where(Memory.tenant_id == actor.tenant_id, Memory.id.in_(ids))
-        loaded = {m.id: m for m in session.execute(stmt).scalars()}
-        for memory_id, (i, req, p) in created:
+        for memory_id, _, p in created:
             if self.clusters is not None and p.scope == "shared":
                 self.clusters.assign(session, actor.tenant_id, memory_id, p.embedding)
-            record = to_record(loaded[memory_id], actor.agent_name, 1)
-            results[i] = self._finish(session, actor, req, UploadResult(record=record, decision="created"))
+        done = [
+            (req, UploadResult(record=to_record(by_id[memory_id], actor.agent_name, 1), decision="created"))
+            for memory_id, req, _ in created
+        ]
+        out = (
+            [r for _, r in done]
+            if self.companion is None
+            else self.companion.after_create_many(session, actor, done)
+        )
+        for (i, _, _), result in zip(pending, out, strict=True):
+            record_upload(result.decision)
+            results[i] = result
         if self.term_stats is not None:
-            self.term_stats.changed(actor.tenant_id)
+            self.term_stats.changed(actor.tenant_id, len(created))
 
     @counts_upload
     def upload(
