@@ -32,7 +32,7 @@ LIMIT :k
 -- name: create_memory
 -- A new memory with its "created" contribution and its upload activity row: three INSERTs, one statement,
 -- one round trip. Returns the columns of the memory's record (ultron/memory/service.py, _create), so the
--- upload answers from the row it wrote instead of reading it back. :search_text is fulltext.index_text of
+-- upload answers from the row it wrote instead of reading it back. :search_doc is fulltext.index_text of
 -- the fields and tags, indexed as document.tsvector does.
 WITH memory AS (
     INSERT INTO memories (id, tenant_id, agent_id, memory_type, content, context, resolution, tags,
@@ -40,7 +40,7 @@ WITH memory AS (
                           redacted_entities, thread, position, occurred_at)
     VALUES (:id, :tenant_id, :agent_id, :memory_type, :content, :context, :resolution, :tags,
             :summary_l0, :overview_l1, CAST(:embedding AS vector), :content_hash,
-            to_tsvector('simple', CAST(:search_text AS text)), :scope, :group_name,
+            to_tsvector('simple', CAST(:search_doc AS text)), :scope, :group_name,
             :redacted_entities, :thread, :position, :occurred_at)
     RETURNING id, memory_type, content, context, resolution, tags, summary_l0, overview_l1, tier, status,
               scope, group_name, pinned, hit_count, last_hit_at, created_at, updated_at, redacted_entities,

@@ -288,9 +288,10 @@ _RECORD_COLUMNS = tuple(
 )
 
 
-def _batch_memory_row(memory_id: UUID, actor: Actor, p: _Prepared) -> dict[str, Any]:
-    """`_memory_row` for an INSERT run over many rows: the document's text is a parameter of the statement
-    (`document.tsvector_of("search_doc")`), not an expression of its own."""
+def _new_memory_params(memory_id: UUID, actor: Actor, p: _Prepared) -> dict[str, Any]:
+    """`_memory_row` as statement parameters (a single upload's `create_memory`, a batch's INSERT over
+    many rows): the document's text is the parameter `search_doc`, which the statement turns into the
+    search vector (`document.tsvector_of("search_doc")`)."""
     return {
         "id": memory_id,
         "tenant_id": actor.tenant_id,
@@ -669,7 +670,7 @@ class MemoryService:
             insert(_table(Memory))
             .values(search_tsv=document.tsvector_of("search_doc"))
             .returning(*_RECORD_COLUMNS),
-            [_batch_memory_row(memory_id, actor, p) for memory_id, _, p in created],
+            [_new_memory_params(memory_id, actor, p) for memory_id, _, p in created],
         ).all()
         by_id = {row.id: row for row in rows}
         session.execute(
@@ -803,28 +804,7 @@ class MemoryService:
         memory.sql, create_memory); the record is built from the row its INSERT returns (its one
         contribution is this one, its agent the uploader) rather than read back."""
         memory_id = uuid4()
-        row = session.execute(
-            _create_memory(),
-            {
-                "id": memory_id,
-                "tenant_id": actor.tenant_id,
-                "agent_id": actor.agent_id,
-                "memory_type": p.memory_type,
-                **p.fields,
-                "tags": p.tags,
-                "summary_l0": p.summary_l0,
-                "overview_l1": p.overview_l1,
-                "embedding": p.embedding,
-                "content_hash": p.content_hash,
-                "search_text": fulltext.index_text(*p.fields.values(), *p.tags),
-                "scope": p.scope,
-                "group_name": p.group,
-                "redacted_entities": p.redacted,
-                "thread": p.thread,
-                "position": p.position,
-                "occurred_at": p.occurred_at,
-            },
-        ).one()
+        row = session.execute(_create_memory(), _new_memory_params(memory_id, actor, p)).one()
         self._joined(session, actor.tenant_id, memory_id, p)
         return UploadResult(record=to_record(row, actor.agent_name, 1), decision="created")
 
