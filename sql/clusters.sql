@@ -17,6 +17,83 @@ FROM (
     LIMIT :limit
 ) n
 
+-- name: assign_cluster
+-- ClusterService.assign in one statement (one round trip). `best`: nearest_clusters' probe (the HNSW walk on
+-- the indexed centroid, LIMIT :limit), the candidate with the highest exact average cosine to the members
+-- (`join_score`: the unit vector :v . the mean) if it reaches :floor. `locked` re-reads that cluster under
+-- its row lock: in READ COMMITTED a row updated since this statement's snapshot is waited for and its
+-- newest version re-checked against the WHERE (EvalPlanQual), so a join is decided on the mean as it is
+-- now; a cluster emptied, deleted or moved away since the probe yields no row, and :v starts a cluster.
+-- `moved`: the running mean (mean * n + v) / (n + 1) -- pgvector has no vector-by-scalar product: each
+-- factor is a vector of equal components -- its length and the count. The indexed centroid is rewritten
+-- only when its cosine to the new mean falls below :drift (`refreshed`); else `kept` leaves the column
+-- out of its SET, so no indexed column changes and the update is HOT (no HNSW insert). An expression
+-- that yields the old value is not enough: with SET centroid = CASE ... ELSE centroid END no update was
+-- HOT (measured; the stored 256-d centroid is compressed inline, the value the expression carries was
+-- compared with it as a changed column). `created`: a new cluster with mean = :v when none was joined. The
+-- member row takes the cluster either way; its RETURNING is the cluster's id. :v is a unit vector.
+WITH best AS (
+    SELECT n.id
+    FROM (
+        SELECT c.id, c.mean
+        FROM knowledge_clusters c
+        WHERE c.tenant_id = :tenant_id AND c.member_count > 0 AND c.centroid IS NOT NULL
+          AND c.mean IS NOT NULL
+        ORDER BY c.centroid <=> CAST(:v AS vector)
+        LIMIT :limit
+    ) n
+    WHERE -(n.mean <#> CAST(:v AS vector)) >= :floor
+    ORDER BY n.mean <#> CAST(:v AS vector), n.id
+    LIMIT 1
+),
+locked AS (
+    SELECT c.id, c.mean, c.member_count, c.centroid
+    FROM knowledge_clusters c
+    WHERE c.id = (SELECT id FROM best) AND c.tenant_id = :tenant_id
+      AND c.member_count > 0 AND c.mean IS NOT NULL AND -(c.mean <#> CAST(:v AS vector)) >= :floor
+    FOR UPDATE
+),
+moved AS (
+    SELECT n.id, n.member_count, n.mean, vector_norm(n.mean) AS norm,
+           n.centroid IS NULL OR 1 - (n.centroid <=> n.mean) < :drift AS drifted
+    FROM (
+        SELECT l.id, l.centroid, l.member_count + 1 AS member_count,
+               l.mean * CAST(array_fill(CAST(l.member_count AS real) / (l.member_count + 1),
+                                        ARRAY[vector_dims(l.mean)]) AS vector)
+               + CAST(:v AS vector) * CAST(array_fill(CAST(1 AS real) / (l.member_count + 1),
+                                                      ARRAY[vector_dims(l.mean)]) AS vector) AS mean
+        FROM locked l
+    ) n
+),
+kept AS (
+    UPDATE knowledge_clusters c
+    SET mean = m.mean, member_count = m.member_count, centroid_norm = m.norm, updated_at = now()
+    FROM moved m
+    WHERE c.id = m.id AND c.tenant_id = :tenant_id AND NOT m.drifted
+    RETURNING c.id
+),
+refreshed AS (
+    UPDATE knowledge_clusters c
+    SET mean = m.mean, member_count = m.member_count, centroid_norm = m.norm, updated_at = now(),
+        centroid = l2_normalize(m.mean)
+    FROM moved m
+    WHERE c.id = m.id AND c.tenant_id = :tenant_id AND m.drifted
+    RETURNING c.id
+),
+joined AS (
+    SELECT id FROM kept UNION ALL SELECT id FROM refreshed
+),
+created AS (
+    INSERT INTO knowledge_clusters (tenant_id, centroid, mean, centroid_norm, member_count)
+    SELECT :tenant_id, CAST(:v AS vector), CAST(:v AS vector), vector_norm(CAST(:v AS vector)), 1
+    WHERE NOT EXISTS (SELECT 1 FROM joined)
+    RETURNING id
+)
+INSERT INTO cluster_members (memory_id, cluster_id, tenant_id, embedding)
+SELECT :memory_id, x.id, :tenant_id, CAST(:v AS vector)
+FROM (SELECT id FROM joined UNION ALL SELECT id FROM created) x
+RETURNING cluster_id
+
 -- name: nearest_centroids_bare
 -- The baseline of `ultron bench-clusters`: pgvector's nearest-centroid query and nothing more (no tenant
 -- or emptiness filter, no exact-mean score), through the same HNSW index.

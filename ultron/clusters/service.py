@@ -179,42 +179,20 @@ class ClusterService:
 
     def assign(self, session: Session, tenant_id: UUID, memory_id: UUID, vector: Any) -> UUID:
         """Join the closest cluster (`join_score`) at or above the threshold, else start one; in the
-        caller's transaction."""
-        v = unit(vector)
-        rows = session.execute(
-            q("nearest_clusters"),
-            {"tenant_id": tenant_id, "v": v.astype(np.float32), "limit": PROBE_CANDIDATES},
-        ).all()
-        # The tolerance absorbs float32 storage: a vector exactly at the threshold joins.
-        floor = self.settings.cluster_threshold - SIM_TOLERANCE
-        best = max(rows, key=lambda r: float(r.similarity), default=None)
-        cluster = None
-        if best is not None and float(best.similarity) >= floor:
-            cluster = session.get(
-                KnowledgeCluster, (best.id, tenant_id), with_for_update=True, populate_existing=True
-            )
-            if cluster is not None and (cluster.member_count == 0 or cluster.mean is None):
-                cluster = None  # emptied since the probe
-            elif cluster is not None and join_score(v, cluster.mean) < floor:
-                cluster = None  # its mean moved away since the probe (the exact check, under the lock)
-        if cluster is None:
-            cluster = KnowledgeCluster(tenant_id=tenant_id, member_count=0, centroid_norm=0.0)
-            _set_mean(cluster, v, 1)  # before the INSERT: one row version, one HNSW entry
-            session.add(cluster)
-            session.flush()
-        else:
-            n = cluster.member_count
-            _set_mean(cluster, (_mean_of(cluster) * n + v) / (n + 1), n + 1)
-        session.add(
-            ClusterMember(
-                memory_id=memory_id,
-                cluster_id=cluster.id,
-                tenant_id=tenant_id,
-                embedding=v.astype(np.float32),
-            )
-        )
-        session.flush()
-        return cluster.id
+        caller's transaction, one statement (`assign_cluster`: the probe, the re-check under the row lock,
+        the running mean, the member row)."""
+        session.flush()  # the memory row, when the caller has not flushed it yet (the member references it)
+        params = {
+            "tenant_id": tenant_id,
+            "memory_id": memory_id,
+            "v": unit(vector).astype(np.float32),
+            "limit": PROBE_CANDIDATES,
+            # The tolerance absorbs float32 storage: a vector exactly at the threshold joins.
+            "floor": self.settings.cluster_threshold - SIM_TOLERANCE,
+            "drift": CENTROID_DRIFT_COSINE,
+        }
+        cluster_id: UUID = session.execute(q("assign_cluster"), params).scalar_one()
+        return cluster_id
 
     def leave(self, session: Session, tenant_id: UUID, memory_id: UUID) -> UUID | None:
         """Take a memory out of its cluster (merged away, archived, re-embedded); exact running mean."""
