@@ -28,9 +28,9 @@ FROM (
 -- factor is a vector of equal components -- its length and the count. The indexed centroid is rewritten
 -- only when its cosine to the new mean falls below :drift (`refreshed`); else `kept` leaves the column
 -- out of its SET, so no indexed column changes and the update is HOT (no HNSW insert). An expression
--- that yields the old value is not enough: with SET centroid = CASE ... ELSE centroid END no update was
--- HOT (measured; the stored 256-d centroid is compressed inline, the value the expression carries was
--- compared with it as a changed column). `created`: a new cluster with mean = :v when none was joined. The
+-- that yields the old value is not enough: with SET centroid = CASE ... ELSE centroid END no join was
+-- HOT (measured with pg_stat_get_xact_tuples_hot_updated; a 256-d row is past the TOAST threshold and
+-- Postgres took the expression's value for a changed one), while SET centroid = centroid was. `created`: a new cluster with mean = :v when none was joined. The
 -- member row takes the cluster either way; its RETURNING is the cluster's id. :v is a unit vector.
 WITH best AS (
     SELECT n.id
@@ -244,3 +244,74 @@ WHERE c.id > CAST(:after AS uuid)
 GROUP BY c.id
 ORDER BY c.id
 LIMIT :limit
+
+-- name: leave_cluster
+-- ClusterService.leave in one statement. `gone`: the member row, deleted (a second leave of the same
+-- memory waits on it, then finds nothing and changes nothing). `locked`: its cluster under the row lock
+-- (the newest version, as in assign_cluster). `moved`: the exact running mean without the member,
+-- (mean * n - e) / (n - 1), and what the leave does: `drain` when the vectors were cleared by a re-embed
+-- (ultron/db/vectors.py: only the count goes down), `empty` when no member (or a zero mean) is left
+-- (centroid and mean cleared: the cluster drops out of the probe), `refresh` when the indexed centroid
+-- drifted past :drift from the new mean, else `keep` (no indexed column in the SET: a HOT update).
+-- Returns the cluster's id, or no row when the memory had no cluster.
+WITH gone AS (
+    DELETE FROM cluster_members cm
+    WHERE cm.memory_id = :memory_id AND cm.tenant_id = :tenant_id
+    RETURNING cm.cluster_id, cm.embedding
+),
+locked AS (
+    SELECT c.id, c.mean, c.member_count, c.centroid
+    FROM knowledge_clusters c
+    WHERE c.id = (SELECT cluster_id FROM gone) AND c.tenant_id = :tenant_id
+    FOR UPDATE
+),
+moved AS (
+    SELECT n.id, n.member_count, n.mean, vector_norm(n.mean) AS norm,
+           CASE WHEN n.drain THEN 'drain'
+                WHEN n.mean IS NULL OR vector_norm(n.mean) = 0 THEN 'empty'
+                WHEN n.centroid IS NULL OR 1 - (n.centroid <=> n.mean) < :drift THEN 'refresh'
+                ELSE 'keep' END AS kind
+    FROM (
+        SELECT l.id, l.centroid, greatest(l.member_count - 1, 0) AS member_count,
+               l.mean IS NULL OR g.embedding IS NULL AS drain,
+               CASE WHEN l.member_count > 1 AND l.mean IS NOT NULL AND g.embedding IS NOT NULL
+                    THEN l.mean * CAST(array_fill(CAST(l.member_count AS real) / (l.member_count - 1),
+                                                  ARRAY[vector_dims(l.mean)]) AS vector)
+                         - g.embedding * CAST(array_fill(CAST(1 AS real) / (l.member_count - 1),
+                                                         ARRAY[vector_dims(l.mean)]) AS vector)
+               END AS mean
+        FROM locked l CROSS JOIN gone g
+    ) n
+),
+drained AS (
+    UPDATE knowledge_clusters c SET member_count = m.member_count
+    FROM moved m
+    WHERE c.id = m.id AND c.tenant_id = :tenant_id AND m.kind = 'drain'
+    RETURNING c.id
+),
+emptied AS (
+    UPDATE knowledge_clusters c
+    SET centroid = NULL, mean = NULL, centroid_norm = 0, member_count = 0, updated_at = now()
+    FROM moved m
+    WHERE c.id = m.id AND c.tenant_id = :tenant_id AND m.kind = 'empty'
+    RETURNING c.id
+),
+kept AS (
+    UPDATE knowledge_clusters c
+    SET mean = m.mean, member_count = m.member_count, centroid_norm = m.norm, updated_at = now()
+    FROM moved m
+    WHERE c.id = m.id AND c.tenant_id = :tenant_id AND m.kind = 'keep'
+    RETURNING c.id
+),
+refreshed AS (
+    UPDATE knowledge_clusters c
+    SET mean = m.mean, member_count = m.member_count, centroid_norm = m.norm, updated_at = now(),
+        centroid = l2_normalize(m.mean)
+    FROM moved m
+    WHERE c.id = m.id AND c.tenant_id = :tenant_id AND m.kind = 'refresh'
+    RETURNING c.id
+)
+SELECT id FROM drained
+UNION ALL SELECT id FROM emptied
+UNION ALL SELECT id FROM kept
+UNION ALL SELECT id FROM refreshed

@@ -9,9 +9,11 @@ docs/skills.md). The average cosine does not grow as a cluster spreads. Candidat
 probe on the indexed `centroid` (`nearest_clusters`); the join is decided on the exact mean, re-read
 under the cluster's row lock. The mean (`mean`, not normalized, not indexed; its length in
 `centroid_norm`) is kept incrementally, so a member can also leave exactly, without re-reading the
-others. The indexed centroid is the mean's direction as of its last refresh, rewritten only when the
-mean has drifted past CENTROID_DRIFT_COSINE: most joins then update no indexed column (a HOT update,
-no HNSW insert).
+others. Joining and leaving are one statement each (`assign_cluster`, `leave_cluster` in
+sql/clusters.sql: the probe, the lock, the running mean and the member row in one round trip). The
+indexed centroid is the mean's direction as of its last refresh, rewritten only when the mean has
+drifted past CENTROID_DRIFT_COSINE: most joins then update no indexed column (a HOT update, no HNSW
+insert).
 """
 
 from __future__ import annotations
@@ -19,13 +21,14 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
 import numpy as np
 from sqlalchemy import select
 from sqlalchemy.orm import Session
+from sqlalchemy.orm.util import identity_key
 
 from ultron.config import Settings
 from ultron.db.models import ClusterMember, KnowledgeCluster, Memory
@@ -93,29 +96,11 @@ def join_score(v: np.ndarray, mean: Any) -> float:
     return float(np.asarray(mean, dtype=np.float64) @ v)
 
 
-def _mean_of(cluster: KnowledgeCluster) -> np.ndarray:
-    return np.asarray(cluster.mean, dtype=np.float64)
-
-
-def centroid_drifted(centroid: Any, mean: np.ndarray) -> bool:
-    """Whether the indexed centroid is too far from the exact mean's direction (or missing)."""
-    if centroid is None:
-        return True
-    return float(unit(centroid) @ unit(mean)) < CENTROID_DRIFT_COSINE
-
-
-def _set_mean(cluster: KnowledgeCluster, mean: np.ndarray, count: int) -> None:
-    """The exact mean always; the indexed centroid only when it has drifted (else the row update
-    touches no indexed column and is HOT: no new HNSW element)."""
-    norm = float(np.linalg.norm(mean))
-    if count <= 0 or norm == 0:
-        cluster.centroid, cluster.mean, cluster.centroid_norm, cluster.member_count = None, None, 0.0, 0
-    else:
-        if centroid_drifted(cluster.centroid, mean):
-            cluster.centroid = (mean / norm).astype(np.float32)
-        cluster.mean = mean.astype(np.float32)
-        cluster.centroid_norm, cluster.member_count = norm, count
-    cluster.updated_at = datetime.now(UTC)
+def _forget(session: Session, cluster_id: UUID, tenant_id: UUID) -> None:
+    """A cluster the session has loaded is stale once a statement has updated its row: reloaded on access."""
+    cluster = session.identity_map.get(identity_key(KnowledgeCluster, (cluster_id, tenant_id)))
+    if cluster is not None:
+        session.expire(cluster)
 
 
 _SUFFIX = re.compile(r"(?:ing|ed|es|s|e)$")
@@ -192,29 +177,21 @@ class ClusterService:
             "drift": CENTROID_DRIFT_COSINE,
         }
         cluster_id: UUID = session.execute(q("assign_cluster"), params).scalar_one()
+        _forget(session, cluster_id, tenant_id)
         return cluster_id
 
     def leave(self, session: Session, tenant_id: UUID, memory_id: UUID) -> UUID | None:
-        """Take a memory out of its cluster (merged away, archived, re-embedded); exact running mean."""
-        member = session.get(ClusterMember, (memory_id, tenant_id))
-        if member is None or member.tenant_id != tenant_id:
-            return None
-        cluster = session.get(
-            KnowledgeCluster, (member.cluster_id, tenant_id), with_for_update=True, populate_existing=True
-        )
-        assert cluster is not None
-        n = cluster.member_count
-        if cluster.mean is None or member.embedding is None:
-            # Vectors cleared by a re-embed (ultron/db/vectors.py): the cluster only drains.
-            cluster.member_count = max(0, n - 1)
-        elif n <= 1:
-            _set_mean(cluster, np.zeros(1), 0)
-        else:
-            mean = (_mean_of(cluster) * n - np.asarray(member.embedding, dtype=np.float64)) / (n - 1)
-            _set_mean(cluster, mean, n - 1)
-        session.delete(member)
+        """Take a memory out of its cluster (merged away, archived, re-embedded); exact running mean, one
+        statement (`leave_cluster`)."""
         session.flush()
-        return cluster.id
+        params = {"tenant_id": tenant_id, "memory_id": memory_id, "drift": CENTROID_DRIFT_COSINE}
+        cluster_id: UUID | None = session.execute(q("leave_cluster"), params).scalar_one_or_none()
+        member = session.identity_map.get(identity_key(ClusterMember, (memory_id, tenant_id)))
+        if member is not None:
+            session.expunge(member)  # its row is gone
+        if cluster_id is not None:
+            _forget(session, cluster_id, tenant_id)
+        return cluster_id
 
     def sync(self, session: Session, tenant_id: UUID, limit: int = 1000) -> dict[str, int]:
         """Archived members leave; re-embedded ones leave and are re-assigned. One bounded batch."""
