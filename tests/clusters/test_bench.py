@@ -27,6 +27,10 @@ def test_bench_clusters_reports_each_size_against_the_smallest(pg_server_url, ca
         assert abs(r["probe_vs_knn"] - r["probe_p50_ms"] / r["knn_p50_ms"]) < 0.01 * r["probe_vs_knn"] + 1e-3
         assert abs(r["assign_vs_knn"] - r["p50_ms"] / r["knn_p50_ms"]) < 0.01 * r["assign_vs_knn"] + 1e-3
         assert r["join_vs_knn"] > 0 and r["start_vs_knn"] > 0  # joins and new clusters apart
+        # and against the bare kNN on a vector nothing probed before, timed just before each assignment
+        assert r["cold_knn_p50_ms"] > 0 and r["join_vs_cold_knn"] > 0 and r["start_vs_cold_knn"] > 0
+        cold = r["p50_ms"] / r["cold_knn_p50_ms"]
+        assert abs(r["assign_vs_cold_knn"] - cold) < 0.01 * cold + 1e-3
         join_ratio = r["join_p50_ms"] / base["join_p50_ms"]
         assert abs(r["join_p50_ratio"] - join_ratio) < 0.01 * join_ratio + 1e-3
         # every join updates its cluster's row; with 50 members a join at cosine 0.9 leaves the indexed
@@ -50,3 +54,4 @@ def test_bench_clusters_text_report(pg_server_url, capsys):  # type: ignore[no-u
     assert "/ the bare pgvector kNN (ORDER BY centroid <=> v LIMIT 4)" in out and "target <= 1.2x" in out
     assert "20: p50 " in out and "40: p50 " in out  # the ratio at each size
     assert "/ the bare kNN (target <= 1.2x): 20: " in out and "(joins " in out
+    assert "/ the bare kNN on a fresh vector timed just before it" in out and "cold kNN p50 " in out

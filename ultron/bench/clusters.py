@@ -11,16 +11,18 @@ bare pgvector nearest-centroid kNN (`ORDER BY centroid <=> v LIMIT 4`, no filter
 alternating: the whole assignment / kNN ratio at each size is the figure the assignment is held to
 (<= 1.2x), the probe / kNN ratio what of it is the walk; joins and new clusters are also reported apart
 (a join updates one row, HOT; a new cluster inserts its centroid into the HNSW index, an index insertion
-the bare kNN does not make). The reference implementation's exact scan is timed too (the vector compared
-with every cluster's mean, index scans off), which grows linearly with the clusters. Each assignment also
-reads its transaction's update counters: how many cluster rows were updated, and how many of those were
-HOT (the indexed centroid left alone, so no new HNSW element). Half
-the probe vectors lie at cosine ~0.9 from a stored centroid (they join it), half are random (they start
-a cluster: the join rule's score is the average cosine to the members, 0.9 x MEAN_NORM = 0.72 for the
-joins, about 0 for the random ones, and the bench's threshold is 0.6). The
-first 1000 centroids, and so the probe vectors, are the same in every database. Probes are interleaved
-across the sizes round by round, the order rotating, so a noisy machine's drift falls on every size
-alike; the ratio to the smallest size, measured in the same run, is the figure to read.
+the bare kNN does not make). That kNN runs after the assignment, on the pages its walk has just read;
+the bench also times the bare kNN on a fresh vector (one nothing has probed, from another seed) just
+before each assignment, so cold like it, and prints the assignment against that too. The reference
+implementation's exact scan is timed too (the vector compared with every cluster's mean, index scans
+off), which grows linearly with the clusters. Each assignment also reads its transaction's update
+counters: how many cluster rows were updated, and how many of those were HOT (the indexed centroid left
+alone, so no new HNSW element). Half the probe vectors lie at cosine ~0.9 from a stored centroid (they
+join it), half are random (they start a cluster: the join rule's score is the average cosine to the
+members, 0.9 x MEAN_NORM = 0.72 for the joins, about 0 for the random ones, and the bench's threshold is
+0.6). The first 1000 centroids, and so the probe vectors, are the same in every database. Probes are
+interleaved across the sizes round by round, the order rotating, so a noisy machine's drift falls on
+every size alike; the ratio to the smallest size, measured in the same run, is the figure to read.
 
 The embedded server the bench starts gets shared_buffers = 1GB, as a server holding 100k clusters would
 be sized: the probe reads ~3k index and heap pages, and with the 128MB default the 100k-cluster index
@@ -117,6 +119,8 @@ class Size:
     start_ms: list[float] = field(default_factory=list)
     join_knn_ms: list[float] = field(default_factory=list)  # the bare kNN on the joins' vectors
     start_knn_ms: list[float] = field(default_factory=list)  # and on the new clusters' vectors
+    # The bare kNN on a vector nothing has probed before, timed just before each assignment: cold like it.
+    cold_knn_ms: list[float] = field(default_factory=list)
 
     def _params(self, vector: np.ndarray) -> dict[str, Any]:
         # start-up: loaded when the command runs, not when the CLI builds its parser
@@ -124,13 +128,31 @@ class Size:
 
         return {"tenant_id": self.tenant_id, "v": vector, "limit": PROBE_CANDIDATES}
 
-    def assign(self, index: int, vector: np.ndarray, record: bool) -> None:
-        """One assignment as an upload makes it, timed first: nothing has probed this vector before it."""
+    def _time_knn(self, which: str, vector: np.ndarray) -> float:
+        """One nearest-centroid query in its own transaction, ms."""
         # start-up: loaded when the command runs, not when the CLI builds its parser
         from sqlalchemy import text
 
         # start-up: loaded when the command runs, not when the CLI builds its parser
         from ultron.db.queries import q
+
+        with self.db.session() as s:
+            # The connection checkout and BEGIN outside the timed statement (on a loaded box they cost
+            # several ms, alike for both, and would pull the ratio towards 1).
+            s.execute(text("SELECT 1"))
+            before = time.perf_counter()
+            s.execute(q(which), self._params(vector)).all()
+            return (time.perf_counter() - before) * 1000.0
+
+    def assign(
+        self, index: int, vector: np.ndarray, record: bool, cold_vector: np.ndarray | None = None
+    ) -> None:
+        """One assignment as an upload makes it, timed first: nothing has probed this vector before it.
+        Just before it, the bare kNN on `cold_vector`, which nothing has probed either: the cold baseline."""
+        # start-up: loaded when the command runs, not when the CLI builds its parser
+        from sqlalchemy import text
+
+        cold = self._time_knn("nearest_centroids_bare", cold_vector) if cold_vector is not None else None
 
         # This backend's update counters (they also hold earlier transactions not yet flushed to the
         # statistics, so the difference across the assignment is what it did).
@@ -152,24 +174,17 @@ class Size:
         # the same vector (after the assignment: its pages are now cached for both), who goes first
         # alternating: the baseline the assignment is held to, measured in the same run.
         probe = knn = 0.0
-        for which in ("probe", "knn") if index % 2 == 0 else ("knn", "probe"):
-            with self.db.session() as s:
-                # The connection checkout and BEGIN outside the timed statement (on a loaded box they
-                # cost several ms, alike for both, and would pull the ratio towards 1).
-                s.execute(text("SELECT 1"))
-                before = time.perf_counter()
-                s.execute(
-                    q("nearest_clusters" if which == "probe" else "nearest_centroids_bare"),
-                    self._params(vector),
-                ).all()
-                took = (time.perf_counter() - before) * 1000.0
-            probe, knn = (took, knn) if which == "probe" else (probe, took)
+        for which in ("nearest_clusters", "nearest_centroids_bare")[:: 1 if index % 2 == 0 else -1]:
+            took = self._time_knn(which, vector)
+            probe, knn = (took, knn) if which == "nearest_clusters" else (probe, took)
         if record:
             self.assign_ms.append(elapsed)
             (self.start_ms if fresh else self.join_ms).append(elapsed)
             (self.start_knn_ms if fresh else self.join_knn_ms).append(knn)
             self.probe_ms.append(probe)
             self.knn_ms.append(knn)
+            if cold is not None:
+                self.cold_knn_ms.append(cold)
             self.started += int(fresh)
             self.joined += int(not fresh)
             self.updates += int(updated)
@@ -287,6 +302,11 @@ def report_rows(sizes: list[Size]) -> list[dict[str, Any]]:
                 # index, an index insertion the bare kNN does not do.
                 "join_vs_knn": _ratio(z.join_ms, z.join_knn_ms),
                 "start_vs_knn": _ratio(z.start_ms, z.start_knn_ms),
+                # Against the bare kNN timed cold, like the assignment (a fresh vector, just before it).
+                "cold_knn_p50_ms": _p50(z.cold_knn_ms),
+                "assign_vs_cold_knn": _ratio(z.assign_ms, z.cold_knn_ms),
+                "join_vs_cold_knn": _ratio(z.join_ms, z.cold_knn_ms),
+                "start_vs_cold_knn": _ratio(z.start_ms, z.cold_knn_ms),
                 "exact_p50_ms": _p50(z.exact_ms),
                 "exact_p50_ratio": _ratio(z.exact_ms, base.exact_ms),
                 "updates": z.updates,
@@ -353,6 +373,16 @@ def format_report(rows: list[dict[str, Any]], dimension: int, shared_buffers: st
             for r in rows
         )
     )
+    if rows[0]["assign_vs_cold_knn"] is not None:
+        lines.append(
+            "the whole assignment / the bare kNN on a fresh vector timed just before it (both walk pages no "
+            "query has just read): "
+            + ", ".join(
+                f"{r['clusters']}: {r['assign_vs_cold_knn']:.2f}x (joins {_x(r['join_vs_cold_knn'])}, "
+                f"new clusters {_x(r['start_vs_cold_knn'])}; cold kNN p50 {r['cold_knn_p50_ms']:.3f} ms)"
+                for r in rows
+            )
+        )
     if last["exact_p50_ratio"] is not None:
         lines.append(
             f"an exact scan over every cluster's mean (the reference implementation, index scans off): "
@@ -427,11 +457,12 @@ def run(
                 size.index_mb = s.execute(text(f"SELECT pg_relation_size('{INDEX}')")).scalar_one() / 2**20
         targets = next(centroids(min(TARGETS, sizes[0]), dimension))
         vectors = probe_vectors(warmup + probes, dimension, targets)
+        cold = probe_vectors(warmup + probes, dimension, targets, seed=SEED + 2)  # the cold kNN's vectors
         print(f"measuring {probes} assignments per size (interleaved)...", file=sys.stderr)
         for i, vector in enumerate(vectors):
             shift = i % len(opened)
             for size in opened[shift:] + opened[:shift]:
-                size.assign(i, vector, record=i >= warmup)
+                size.assign(i, vector, record=i >= warmup, cold_vector=cold[i])
         if exact:
             print("timing the exact scan (interleaved)...", file=sys.stderr)
             for i, vector in enumerate(vectors[warmup:]):
