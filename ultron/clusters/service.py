@@ -3,17 +3,18 @@
 A new memory joins the cluster to whose members it is closest on average -- its average cosine to them,
 `join_score`, the inner product with their exact mean -- when that reaches `settings.cluster_threshold`,
 else it starts a cluster. Not the cosine to the mean's direction: the mean of many different vectors is
-short and points at what they have in common, so its direction is close to everything of the same
-domain and one catch-all cluster swallowed every topic (measured with `ultron cluster-calibration`,
-docs/skills.md). The average cosine does not grow as a cluster spreads. Candidates come from one HNSW
-probe on the indexed `centroid` (`nearest_clusters`); the join is decided on the exact mean, re-read
-under the cluster's row lock. The mean (`mean`, not normalized, not indexed; its length in
-`centroid_norm`) is kept incrementally, so a member can also leave exactly, without re-reading the
-others. Joining and leaving are one statement each (`assign_cluster`, `leave_cluster` in
-sql/clusters.sql: the probe, the lock, the running mean and the member row in one round trip). The
-indexed centroid is the mean's direction as of its last refresh, rewritten only when the mean has
-drifted past CENTROID_DRIFT_COSINE: most joins then update no indexed column (a HOT update, no HNSW
-insert).
+short and points at what they have in common, so its direction is close to everything of the same domain and
+one catch-all cluster swallowed every topic (measured with `ultron cluster-calibration`, docs/skills.md).
+The average cosine does not grow as a cluster spreads. Candidates come from one HNSW probe on the indexed
+`centroid` (`nearest_clusters`); the join is decided on the exact mean, re-read under the cluster's row
+lock. A new cluster is not indexed by the upload that starts it: until the worker indexes it
+(`index_pending`) the probe finds it by an exact pass over the tenant's unindexed clusters, at most about
+UNINDEXED_MAX of them (past that a new cluster is indexed at once). The mean (`mean`, not normalized, not
+indexed; its length in `centroid_norm`) is kept incrementally, so a member can also leave exactly, without
+re-reading the others. Joining and leaving are one statement each (`assign_cluster`, `leave_cluster` in
+sql/clusters.sql: the probe, the lock, the running mean and the member row in one round trip). The indexed
+centroid is the mean's direction as of its last refresh, rewritten only when the mean has drifted past
+CENTROID_DRIFT_COSINE: most joins then update no indexed column (a HOT update, no HNSW insert).
 """
 
 from __future__ import annotations
@@ -52,6 +53,13 @@ CENTROID_DRIFT_COSINE = 0.999
 # set with `ultron cluster-calibration`, the "mixed core" column; docs/skills.md).
 CORE_MARGIN = 0.005
 PROBE_CANDIDATES = 4  # HNSW candidates re-ranked on the exact mean (the walk computes ef_search anyway)
+# A new cluster is not put into the HNSW index by the upload that starts it (an HNSW insertion costs about
+# as much as the probe's walk): it is stored with `centroid` NULL and found by the probe's exact pass over
+# the tenant's unindexed clusters until the worker indexes it (`index_pending`). Past this many unindexed
+# clusters a new one is indexed at once, so the exact pass stays bounded when no worker runs
+# (docs/skills.md gives its cost at this size).
+UNINDEXED_MAX = 256
+INDEX_BATCH = 1000  # unindexed clusters the worker indexes per tenant and pass
 TOPIC_WORDS = 4
 TOPIC_SAMPLE = 20
 TOPIC_TEXT_TOKENS = 48  # each member's line in the naming prompt
@@ -165,7 +173,8 @@ class ClusterService:
     def assign(self, session: Session, tenant_id: UUID, memory_id: UUID, vector: Any) -> UUID:
         """Join the closest cluster (`join_score`) at or above the threshold, else start one; in the
         caller's transaction, one statement (`assign_cluster`: the probe, the re-check under the row lock,
-        the running mean, the member row)."""
+        the running mean, the member row). A new cluster is left out of the HNSW index (`index_pending`)
+        unless the tenant already has UNINDEXED_MAX such clusters."""
         session.flush()  # the memory row, when the caller has not flushed it yet (the member references it)
         params = {
             "tenant_id": tenant_id,
@@ -175,6 +184,7 @@ class ClusterService:
             # The tolerance absorbs float32 storage: a vector exactly at the threshold joins.
             "floor": self.settings.cluster_threshold - SIM_TOLERANCE,
             "drift": CENTROID_DRIFT_COSINE,
+            "unindexed_max": UNINDEXED_MAX,
         }
         cluster_id: UUID = session.execute(q("assign_cluster"), params).scalar_one()
         _forget(session, cluster_id, tenant_id)
@@ -192,6 +202,18 @@ class ClusterService:
         if cluster_id is not None:
             _forget(session, cluster_id, tenant_id)
         return cluster_id
+
+    def index_pending(self, session: Session, tenant_id: UUID, limit: int = INDEX_BATCH) -> int:
+        """The worker's pass: up to `limit` of the tenant's unindexed clusters (new ones, centroid NULL) get
+        their indexed centroid, the mean's direction (`index_pending_clusters`); how many did."""
+        indexed = session.execute(
+            q("index_pending_clusters"), {"tenant_id": tenant_id, "limit": limit}
+        ).scalars()
+        count = 0
+        for cluster_id in indexed:
+            _forget(session, cluster_id, tenant_id)
+            count += 1
+        return count
 
     def sync(self, session: Session, tenant_id: UUID, limit: int = 1000) -> dict[str, int]:
         """Archived members leave; re-embedded ones leave and are re-assigned. One bounded batch."""
