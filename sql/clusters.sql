@@ -7,10 +7,10 @@
 -- hnsw.iterative_scan on, so the index serves them), and every cluster of the tenant the worker has not
 -- indexed yet (centroid NULL, through the partial index ix_knowledge_clusters_unindexed), each with the
 -- EXACT average cosine of the unit vector :v to the cluster's members: the inner product with their mean
--- (unindexed, not normalized). Assignment re-ranks on it and decides the join on it. The score is computed
--- after the LIMIT, for the :limit rows only: where the planner scans instead of walking the index (a small
--- table, a tenant with few clusters), a score in the inner select list is evaluated for every scanned row,
--- below the sort.
+-- (unindexed, not normalized); the :limit best of those. Assignment re-ranks on it and decides the join on
+-- it. The score is computed after the walk's LIMIT, for its :limit rows only: where the planner scans
+-- instead of walking the index (a small table, a tenant with few clusters), a score in the inner select
+-- list is evaluated for every scanned row, below the sort.
 SELECT n.id, -(n.mean <#> CAST(:v AS vector)) AS similarity
 FROM (
     (SELECT c.id, c.mean
@@ -23,6 +23,8 @@ FROM (
     FROM knowledge_clusters c
     WHERE c.tenant_id = :tenant_id AND c.centroid IS NULL AND c.mean IS NOT NULL AND c.member_count > 0
 ) n
+ORDER BY n.mean <#> CAST(:v AS vector), n.id
+LIMIT :limit
 
 -- name: assign_cluster
 -- ClusterService.assign in one statement (one round trip). `best`: nearest_clusters' probe -- `indexed`, the

@@ -110,6 +110,7 @@ class Size:
     probe_ms: list[float] = field(default_factory=list)
     knn_ms: list[float] = field(default_factory=list)
     exact_ms: list[float] = field(default_factory=list)
+    unindexed: int = 0  # clusters not in the HNSW index when the timed assignments ended
     joined: int = 0
     started: int = 0
     updates: int = 0
@@ -208,9 +209,17 @@ class Size:
 
 
 def _fill(
-    db: Any, tenant_id: uuid.UUID, size: int, dimension: int, memories: int, members: int = MEMBERS
+    db: Any,
+    tenant_id: uuid.UUID,
+    size: int,
+    dimension: int,
+    memories: int,
+    members: int = MEMBERS,
+    pending: int = 0,
 ) -> float:
-    """COPY `size` clusters in, then build the HNSW index and analyze; insert the probes' memories."""
+    """COPY `size` clusters in, then build the HNSW index and analyze; insert the probes' memories.
+    `pending` more clusters (random means, from another seed) go in unindexed (centroid NULL), as new
+    clusters wait for the worker: the probe's exact pass then starts at that many."""
     # start-up: loaded when the command runs, not when the CLI builds its parser
     import numpy as np
 
@@ -231,6 +240,9 @@ def _fill(
                 for batch in centroids(size, dimension):
                     for c in batch:
                         copy.write_row((tenant_id, c, c * np.float32(MEAN_NORM), MEAN_NORM, members))
+                for batch in centroids(pending, dimension, seed=SEED + 3):
+                    for c in batch:
+                        copy.write_row((tenant_id, None, c * np.float32(MEAN_NORM), MEAN_NORM, members))
             conn.execute("SET LOCAL maintenance_work_mem = '512MB'")
             conn.execute(
                 f"CREATE INDEX {INDEX} ON knowledge_clusters USING hnsw (centroid vector_cosine_ops) "
@@ -311,6 +323,7 @@ def report_rows(sizes: list[Size]) -> list[dict[str, Any]]:
                 "exact_p50_ratio": _ratio(z.exact_ms, base.exact_ms),
                 "updates": z.updates,
                 "hot_updates": z.hot_updates,
+                "unindexed": z.unindexed,
             }
         )
     return rows
@@ -392,6 +405,11 @@ def format_report(rows: list[dict[str, Any]], dimension: int, shared_buffers: st
         "upd/HOT: cluster row updates by the timed joins, and how many were HOT (no index entry: the "
         "indexed centroid was left alone)"
     )
+    lines.append(
+        "new clusters wait for the worker to enter the HNSW index (the probe's exact pass covers them; no "
+        "worker runs here): unindexed clusters at the end, "
+        + ", ".join(f"{r['clusters']}: {r['unindexed']}" for r in rows)
+    )
     return "\n".join(lines)
 
 
@@ -427,6 +445,7 @@ def run(
     warmup: int | None = None,
     exact: bool = True,
     members: int = MEMBERS,
+    pending: int = 0,
 ) -> list[dict[str, Any]]:
     """Fill one scratch database per size on `server`, run the interleaved probes, drop the databases."""
     # start-up: loaded when the command runs, not when the CLI builds its parser
@@ -449,7 +468,7 @@ def run(
             size = Size(n, db, service, tenant_id)
             opened.append(size)
             print(f"filling {n} clusters...", file=sys.stderr)
-            size.fill_s = _fill(db, tenant_id, n, dimension, warmup + probes, members)
+            size.fill_s = _fill(db, tenant_id, n, dimension, warmup + probes, members, pending)
             with db.session() as s:
                 size.memory_ids = list(
                     s.execute(text("SELECT id FROM memories ORDER BY id")).scalars()  # probe i uses row i
@@ -463,6 +482,13 @@ def run(
             shift = i % len(opened)
             for size in opened[shift:] + opened[:shift]:
                 size.assign(i, vector, record=i >= warmup, cold_vector=cold[i])
+        for size in opened:
+            with size.db.session() as s:
+                size.unindexed = s.execute(
+                    text(
+                        "SELECT count(*) FROM knowledge_clusters WHERE centroid IS NULL AND mean IS NOT NULL"
+                    )
+                ).scalar_one()
         if exact:
             print("timing the exact scan (interleaved)...", file=sys.stderr)
             for i, vector in enumerate(vectors[warmup:]):
@@ -486,14 +512,24 @@ def run_command(args: argparse.Namespace) -> int:
     from ultron.bench.core import _admin_url
 
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
-    if not sizes or min(sizes) < 1 or args.probes < 1 or args.members < 1:
-        raise ValueError("--sizes needs positive cluster counts, --probes and --members positive numbers")
+    if not sizes or min(sizes) < 1 or args.probes < 1 or args.members < 1 or args.pending < 0:
+        raise ValueError(
+            "--sizes needs positive cluster counts, --probes and --members positive numbers, --pending >= 0"
+        )
     from ultron.bench.core import _server  # start-up: loaded when the command runs
 
     with _server(args.database_url, shared_buffers=SERVER_SETTINGS["shared_buffers"]) as server:
         with psycopg.connect(_admin_url(server)) as conn:
             shared_buffers = str(conn.execute("SHOW shared_buffers").fetchone()[0])  # type: ignore[index]
-        rows = run(server, sizes, args.probes, args.dimension, exact=not args.no_exact, members=args.members)
+        rows = run(
+            server,
+            sizes,
+            args.probes,
+            args.dimension,
+            exact=not args.no_exact,
+            members=args.members,
+            pending=args.pending,
+        )
     print(json.dumps(rows, indent=2) if args.json else format_report(rows, args.dimension, shared_buffers))
     return 0
 
@@ -509,6 +545,12 @@ def add_parser(sub: Any) -> None:
         type=int,
         default=MEMBERS,
         help="members of each stored cluster (small clusters refresh their indexed centroid at every join)",
+    )
+    p.add_argument(
+        "--pending",
+        type=int,
+        default=0,
+        help="clusters stored unindexed before the probes (new clusters the worker has not indexed yet)",
     )
     p.add_argument(
         "--no-exact", action="store_true", help="skip timing the exact scan over every cluster's mean"
