@@ -1,28 +1,30 @@
 """`ultron bench-clusters`: what assigning one upload to a cluster costs, from 1k to 100k clusters.
 
-Each size gets its own scratch database on one server: N clusters with random unit centroids go in by
-binary COPY, then the HNSW index on the centroids is built and the table analyzed. Then every probe is
-one `ClusterService.assign` in its own transaction -- one statement (`assign_cluster`): the HNSW probe for
-the nearest centroids, the row lock and the re-check on the exact mean, the running-mean update, the new
-cluster or the member insert -- timed up to (not including) the commit. Then, on the same vector, the
-assignment's probe alone (`nearest_clusters`: the tenant and emptiness filters, the exact-mean score; the
-filters are checked during the HNSW walk, `hnsw.iterative_scan` on, so the index stays in use) and the
-bare pgvector nearest-centroid kNN (`ORDER BY centroid <=> v LIMIT 4`, no filter), who goes first
-alternating: the whole assignment / kNN ratio at each size is the figure the assignment is held to
-(<= 1.2x), the probe / kNN ratio what of it is the walk; joins and new clusters are also reported apart
-(a join updates one row, HOT; a new cluster inserts its centroid into the HNSW index, an index insertion
-the bare kNN does not make). That kNN runs after the assignment, on the pages its walk has just read;
-the bench also times the bare kNN on a fresh vector (one nothing has probed, from another seed) just
-before each assignment, so cold like it, and prints the assignment against that too. The reference
-implementation's exact scan is timed too (the vector compared with every cluster's mean, index scans
-off), which grows linearly with the clusters. Each assignment also reads its transaction's update
+Each size gets its own scratch database on one server: N clusters with random unit centroids go in by binary
+COPY, then the HNSW index on the centroids is built and the table analyzed. Then every probe is one
+`ClusterService.assign` in its own transaction -- one statement (`assign_cluster`): the HNSW probe for the
+nearest centroids, the row lock and the re-check on the exact mean, the running-mean update, the new cluster
+or the member insert -- timed up to (not including) the commit. Then, on the same vector, the assignment's
+probe alone (`nearest_clusters`: the tenant and emptiness filters, the exact-mean score; the filters are
+checked during the HNSW walk, `hnsw.iterative_scan` on, so the index stays in use) and the bare pgvector
+nearest-centroid kNN (`ORDER BY centroid <=> v LIMIT 4`, no filter), who goes first alternating: the whole
+assignment / kNN ratio at each size is the figure the assignment is held to (<= 1.2x), the probe / kNN ratio
+what of it is the walk; joins and new clusters are also reported apart (a join updates one row, HOT; a new
+cluster is inserted unindexed, `centroid` NULL, and found by the probe's exact pass over the tenant's
+unindexed clusters until the worker indexes it -- no worker runs here, so they accumulate over the run,
+about one per two probes, below the UNINDEXED_MAX bound past which a new cluster is indexed at once;
+`--pending N` stores N of them before the probes). That kNN runs after the assignment, on the pages its walk
+has just read; the bench also times the bare kNN on a fresh vector (one nothing has probed, from another
+seed) just before each assignment, so cold like it, and prints the assignment against that too. The
+reference implementation's exact scan is timed too (the vector compared with every cluster's mean, index
+scans off), which grows linearly with the clusters. Each assignment also reads its transaction's update
 counters: how many cluster rows were updated, and how many of those were HOT (the indexed centroid left
-alone, so no new HNSW element). Half the probe vectors lie at cosine ~0.9 from a stored centroid (they
-join it), half are random (they start a cluster: the join rule's score is the average cosine to the
-members, 0.9 x MEAN_NORM = 0.72 for the joins, about 0 for the random ones, and the bench's threshold is
-0.6). The first 1000 centroids, and so the probe vectors, are the same in every database. Probes are
-interleaved across the sizes round by round, the order rotating, so a noisy machine's drift falls on
-every size alike; the ratio to the smallest size, measured in the same run, is the figure to read.
+alone, so no new HNSW element). Half the probe vectors lie at cosine ~0.9 from a stored centroid (they join
+it), half are random (they start a cluster: the join rule's score is the average cosine to the members, 0.9
+x MEAN_NORM = 0.72 for the joins, about 0 for the random ones, and the bench's threshold is 0.6). The first
+1000 centroids, and so the probe vectors, are the same in every database. Probes are interleaved across the
+sizes round by round, the order rotating, so a noisy machine's drift falls on every size alike; the ratio to
+the smallest size, measured in the same run, is the figure to read.
 
 The embedded server the bench starts gets shared_buffers = 1GB, as a server holding 100k clusters would
 be sized: the probe reads ~3k index and heap pages, and with the 128MB default the 100k-cluster index
