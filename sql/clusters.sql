@@ -34,7 +34,8 @@ ORDER BY n.mean <#> CAST(:v AS vector), n.id
 LIMIT :limit
 
 -- name: assign_cluster
--- ClusterService.assign in one statement (one round trip). `best`: nearest_clusters' probe -- `indexed`, the
+-- ClusterService.assign in one statement (one round trip; :limit is written in as a literal by the service,
+-- so the prepared statement keeps a generic plan). `best`: nearest_clusters' probe -- `indexed`, the
 -- HNSW walk on the indexed centroid (LIMIT :limit), and `unindexed`, an exact pass over the tenant's
 -- clusters the worker has not indexed yet (centroid NULL; at most about :unindexed_max of them) -- the
 -- candidate with the highest exact average cosine to the members (`join_score`: the unit vector :v . the

@@ -23,11 +23,12 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 from datetime import datetime
+from functools import cache
 from typing import Any
 from uuid import UUID
 
 import numpy as np
-from sqlalchemy import select
+from sqlalchemy import TextClause, select, text
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.util import identity_key
 
@@ -102,6 +103,15 @@ def unit(vector: Any) -> np.ndarray:
 def join_score(v: np.ndarray, mean: Any) -> float:
     """The average cosine of the unit vector `v` to a cluster's members: `v` . their mean."""
     return float(np.asarray(mean, dtype=np.float64) @ v)
+
+
+@cache
+def _assign_statement() -> TextClause:
+    """`assign_cluster` with PROBE_CANDIDATES written into its LIMIT. With a LIMIT parameter Postgres planned
+    every execution of the prepared statement anew (a generic plan cannot know the LIMIT: 35 custom plans of
+    35, 0.7-1.0 ms of planning each); with the literal it keeps the generic plan after five (30 of 35), about
+    1 ms less per assignment (measured at 1k clusters, pg_prepared_statements)."""
+    return text(q("assign_cluster").text.replace(":limit", str(PROBE_CANDIDATES)))
 
 
 def _forget(session: Session, cluster_id: UUID, tenant_id: UUID) -> None:
@@ -180,13 +190,12 @@ class ClusterService:
             "tenant_id": tenant_id,
             "memory_id": memory_id,
             "v": unit(vector).astype(np.float32),
-            "limit": PROBE_CANDIDATES,
             # The tolerance absorbs float32 storage: a vector exactly at the threshold joins.
             "floor": self.settings.cluster_threshold - SIM_TOLERANCE,
             "drift": CENTROID_DRIFT_COSINE,
             "unindexed_max": UNINDEXED_MAX,
         }
-        cluster_id: UUID = session.execute(q("assign_cluster"), params).scalar_one()
+        cluster_id: UUID = session.execute(_assign_statement(), params).scalar_one()
         _forget(session, cluster_id, tenant_id)
         return cluster_id
 
