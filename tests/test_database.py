@@ -44,6 +44,8 @@ EXPECTED_QUERIES |= {
 EXPECTED_QUERIES |= {
     "nearest_clusters",
     "nearest_clusters_exact",
+    "assign_cluster",
+    "leave_cluster",
     "clusters_ready_to_crystallize",
     "clusters_ready_to_recrystallize",
     "cluster_memories",

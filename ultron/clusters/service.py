@@ -3,15 +3,18 @@
 A new memory joins the cluster to whose members it is closest on average -- its average cosine to them,
 `join_score`, the inner product with their exact mean -- when that reaches `settings.cluster_threshold`,
 else it starts a cluster. Not the cosine to the mean's direction: the mean of many different vectors is
-short and points at what they have in common, so its direction is close to everything of the same
-domain and one catch-all cluster swallowed every topic (measured with `ultron cluster-calibration`,
-docs/skills.md). The average cosine does not grow as a cluster spreads. Candidates come from one HNSW
-probe on the indexed `centroid` (`nearest_clusters`); the join is decided on the exact mean, re-read
-under the cluster's row lock. The mean (`mean`, not normalized, not indexed; its length in
-`centroid_norm`) is kept incrementally, so a member can also leave exactly, without re-reading the
-others. The indexed centroid is the mean's direction as of its last refresh, rewritten only when the
-mean has drifted past CENTROID_DRIFT_COSINE: most joins then update no indexed column (a HOT update,
-no HNSW insert).
+short and points at what they have in common, so its direction is close to everything of the same domain and
+one catch-all cluster swallowed every topic (measured with `ultron cluster-calibration`, docs/skills.md).
+The average cosine does not grow as a cluster spreads. Candidates come from one HNSW probe on the indexed
+`centroid` (`nearest_clusters`); the join is decided on the exact mean, re-read under the cluster's row
+lock. A new cluster is not indexed by the upload that starts it: until the worker indexes it
+(`index_pending`) the probe finds it by an exact pass over the tenant's unindexed clusters, at most about
+UNINDEXED_MAX of them (past that a new cluster is indexed at once). The mean (`mean`, not normalized, not
+indexed; its length in `centroid_norm`) is kept incrementally, so a member can also leave exactly, without
+re-reading the others. Joining and leaving are one statement each (`assign_cluster`, `leave_cluster` in
+sql/clusters.sql: the probe, the lock, the running mean and the member row in one round trip). The indexed
+centroid is the mean's direction as of its last refresh, rewritten only when the mean has drifted past
+CENTROID_DRIFT_COSINE: most joins then update no indexed column (a HOT update, no HNSW insert).
 """
 
 from __future__ import annotations
@@ -19,13 +22,15 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import datetime
+from functools import cache
 from typing import Any
 from uuid import UUID
 
 import numpy as np
-from sqlalchemy import select
+from sqlalchemy import TextClause, select, text
 from sqlalchemy.orm import Session
+from sqlalchemy.orm.util import identity_key
 
 from ultron.config import Settings
 from ultron.db.models import ClusterMember, KnowledgeCluster, Memory
@@ -49,6 +54,13 @@ CENTROID_DRIFT_COSINE = 0.999
 # set with `ultron cluster-calibration`, the "mixed core" column; docs/skills.md).
 CORE_MARGIN = 0.005
 PROBE_CANDIDATES = 4  # HNSW candidates re-ranked on the exact mean (the walk computes ef_search anyway)
+# A new cluster is not put into the HNSW index by the upload that starts it (an HNSW insertion costs about
+# as much as the probe's walk): it is stored with `centroid` NULL and found by the probe's exact pass over
+# the tenant's unindexed clusters until the worker indexes it (`index_pending`). Past this many unindexed
+# clusters a new one is indexed at once, so the exact pass stays bounded when no worker runs
+# (docs/skills.md gives its cost at this size).
+UNINDEXED_MAX = 256
+INDEX_BATCH = 1000  # unindexed clusters the worker indexes per tenant and pass
 TOPIC_WORDS = 4
 TOPIC_SAMPLE = 20
 TOPIC_TEXT_TOKENS = 48  # each member's line in the naming prompt
@@ -93,29 +105,20 @@ def join_score(v: np.ndarray, mean: Any) -> float:
     return float(np.asarray(mean, dtype=np.float64) @ v)
 
 
-def _mean_of(cluster: KnowledgeCluster) -> np.ndarray:
-    return np.asarray(cluster.mean, dtype=np.float64)
+@cache
+def _assign_statement() -> TextClause:
+    """`assign_cluster` with PROBE_CANDIDATES written into its LIMIT. With a LIMIT parameter Postgres planned
+    every execution of the prepared statement anew (a generic plan cannot know the LIMIT: 35 custom plans of
+    35, 0.7-1.0 ms of planning each); with the literal it keeps the generic plan after five (30 of 35), about
+    1 ms less per assignment (measured at 1k clusters, pg_prepared_statements)."""
+    return text(q("assign_cluster").text.replace(":limit", str(PROBE_CANDIDATES)))
 
 
-def centroid_drifted(centroid: Any, mean: np.ndarray) -> bool:
-    """Whether the indexed centroid is too far from the exact mean's direction (or missing)."""
-    if centroid is None:
-        return True
-    return float(unit(centroid) @ unit(mean)) < CENTROID_DRIFT_COSINE
-
-
-def _set_mean(cluster: KnowledgeCluster, mean: np.ndarray, count: int) -> None:
-    """The exact mean always; the indexed centroid only when it has drifted (else the row update
-    touches no indexed column and is HOT: no new HNSW element)."""
-    norm = float(np.linalg.norm(mean))
-    if count <= 0 or norm == 0:
-        cluster.centroid, cluster.mean, cluster.centroid_norm, cluster.member_count = None, None, 0.0, 0
-    else:
-        if centroid_drifted(cluster.centroid, mean):
-            cluster.centroid = (mean / norm).astype(np.float32)
-        cluster.mean = mean.astype(np.float32)
-        cluster.centroid_norm, cluster.member_count = norm, count
-    cluster.updated_at = datetime.now(UTC)
+def _forget(session: Session, cluster_id: UUID, tenant_id: UUID) -> None:
+    """A cluster the session has loaded is stale once a statement has updated its row: reloaded on access."""
+    cluster = session.identity_map.get(identity_key(KnowledgeCluster, (cluster_id, tenant_id)))
+    if cluster is not None:
+        session.expire(cluster)
 
 
 _SUFFIX = re.compile(r"(?:ing|ed|es|s|e)$")
@@ -179,64 +182,47 @@ class ClusterService:
 
     def assign(self, session: Session, tenant_id: UUID, memory_id: UUID, vector: Any) -> UUID:
         """Join the closest cluster (`join_score`) at or above the threshold, else start one; in the
-        caller's transaction."""
-        v = unit(vector)
-        rows = session.execute(
-            q("nearest_clusters"),
-            {"tenant_id": tenant_id, "v": v.astype(np.float32), "limit": PROBE_CANDIDATES},
-        ).all()
-        # The tolerance absorbs float32 storage: a vector exactly at the threshold joins.
-        floor = self.settings.cluster_threshold - SIM_TOLERANCE
-        best = max(rows, key=lambda r: float(r.similarity), default=None)
-        cluster = None
-        if best is not None and float(best.similarity) >= floor:
-            cluster = session.get(
-                KnowledgeCluster, (best.id, tenant_id), with_for_update=True, populate_existing=True
-            )
-            if cluster is not None and (cluster.member_count == 0 or cluster.mean is None):
-                cluster = None  # emptied since the probe
-            elif cluster is not None and join_score(v, cluster.mean) < floor:
-                cluster = None  # its mean moved away since the probe (the exact check, under the lock)
-        if cluster is None:
-            cluster = KnowledgeCluster(tenant_id=tenant_id, member_count=0, centroid_norm=0.0)
-            _set_mean(cluster, v, 1)  # before the INSERT: one row version, one HNSW entry
-            session.add(cluster)
-            session.flush()
-        else:
-            n = cluster.member_count
-            _set_mean(cluster, (_mean_of(cluster) * n + v) / (n + 1), n + 1)
-        session.add(
-            ClusterMember(
-                memory_id=memory_id,
-                cluster_id=cluster.id,
-                tenant_id=tenant_id,
-                embedding=v.astype(np.float32),
-            )
-        )
-        session.flush()
-        return cluster.id
+        caller's transaction, one statement (`assign_cluster`: the probe, the re-check under the row lock,
+        the running mean, the member row). A new cluster is left out of the HNSW index (`index_pending`)
+        unless the tenant already has UNINDEXED_MAX such clusters."""
+        session.flush()  # the memory row, when the caller has not flushed it yet (the member references it)
+        params = {
+            "tenant_id": tenant_id,
+            "memory_id": memory_id,
+            "v": unit(vector).astype(np.float32),
+            # The tolerance absorbs float32 storage: a vector exactly at the threshold joins.
+            "floor": self.settings.cluster_threshold - SIM_TOLERANCE,
+            "drift": CENTROID_DRIFT_COSINE,
+            "unindexed_max": UNINDEXED_MAX,
+        }
+        cluster_id: UUID = session.execute(_assign_statement(), params).scalar_one()
+        _forget(session, cluster_id, tenant_id)
+        return cluster_id
 
     def leave(self, session: Session, tenant_id: UUID, memory_id: UUID) -> UUID | None:
-        """Take a memory out of its cluster (merged away, archived, re-embedded); exact running mean."""
-        member = session.get(ClusterMember, (memory_id, tenant_id))
-        if member is None or member.tenant_id != tenant_id:
-            return None
-        cluster = session.get(
-            KnowledgeCluster, (member.cluster_id, tenant_id), with_for_update=True, populate_existing=True
-        )
-        assert cluster is not None
-        n = cluster.member_count
-        if cluster.mean is None or member.embedding is None:
-            # Vectors cleared by a re-embed (ultron/db/vectors.py): the cluster only drains.
-            cluster.member_count = max(0, n - 1)
-        elif n <= 1:
-            _set_mean(cluster, np.zeros(1), 0)
-        else:
-            mean = (_mean_of(cluster) * n - np.asarray(member.embedding, dtype=np.float64)) / (n - 1)
-            _set_mean(cluster, mean, n - 1)
-        session.delete(member)
+        """Take a memory out of its cluster (merged away, archived, re-embedded); exact running mean, one
+        statement (`leave_cluster`)."""
         session.flush()
-        return cluster.id
+        params = {"tenant_id": tenant_id, "memory_id": memory_id, "drift": CENTROID_DRIFT_COSINE}
+        cluster_id: UUID | None = session.execute(q("leave_cluster"), params).scalar_one_or_none()
+        member = session.identity_map.get(identity_key(ClusterMember, (memory_id, tenant_id)))
+        if member is not None:
+            session.expunge(member)  # its row is gone
+        if cluster_id is not None:
+            _forget(session, cluster_id, tenant_id)
+        return cluster_id
+
+    def index_pending(self, session: Session, tenant_id: UUID, limit: int = INDEX_BATCH) -> int:
+        """The worker's pass: up to `limit` of the tenant's unindexed clusters (new ones, centroid NULL) get
+        their indexed centroid, the mean's direction (`index_pending_clusters`); how many did."""
+        indexed = session.execute(
+            q("index_pending_clusters"), {"tenant_id": tenant_id, "limit": limit}
+        ).scalars()
+        count = 0
+        for cluster_id in indexed:
+            _forget(session, cluster_id, tenant_id)
+            count += 1
+        return count
 
     def sync(self, session: Session, tenant_id: UUID, limit: int = 1000) -> dict[str, int]:
         """Archived members leave; re-embedded ones leave and are re-assigned. One bounded batch."""

@@ -1,11 +1,12 @@
 """The evolution engine and the skill catalogue.
 
 The worker's evolution step (ultron/worker/evolution.py owns its loop over tenants and its transactions)
-first brings each tenant's clusters up to date (`refresh_clusters`: leavers out, unclustered memories
-in), then crystallizes ready clusters and recrystallizes grown ones (`ready_clusters`, `evolve_cluster`).
-Publishing needs the structural bar and the verifier; a recrystallization must also score strictly
-higher than the version it would replace, or, offline, present fixes the current offline version lacks
-without presenting fewer (`_offline_gain`). Failures back off exponentially.
+first brings each tenant's clusters up to date (`refresh_clusters`: leavers out, unclustered memories in,
+new clusters into the HNSW index), then crystallizes ready clusters and recrystallizes grown ones
+(`ready_clusters`, `evolve_cluster`). Publishing needs the structural bar and the verifier; a
+recrystallization must also score strictly higher than the version it would replace, or, offline, present
+fixes the current offline version lacks without presenting fewer (`_offline_gain`). Failures back off
+exponentially.
 """
 
 from __future__ import annotations
@@ -95,9 +96,15 @@ class SkillService:
     # --- the worker step ---------------------------------------------------------------------------
 
     def refresh_clusters(self, session: Session, tenant_id: UUID) -> dict[str, int]:
-        """One tenant's clusters brought up to date: leavers out, unclustered memories in."""
+        """One tenant's clusters brought up to date: leavers out, unclustered memories in, new clusters
+        into the HNSW index."""
         left = self.clusters.sync(session, tenant_id)["left"]
-        return {"left": left, "clustered": self.clusters.run_initial_clustering(session, tenant_id)}
+        clustered = self.clusters.run_initial_clustering(session, tenant_id)
+        return {
+            "left": left,
+            "clustered": clustered,
+            "indexed": self.clusters.index_pending(session, tenant_id),
+        }
 
     def ready_clusters(self, session: Session, tenant_id: UUID) -> list[tuple[UUID, str]]:
         """(cluster, crystallize | recrystallize) for the tenant's clusters due for a skill version."""
