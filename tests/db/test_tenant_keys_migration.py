@@ -78,13 +78,6 @@ def _fill(hub) -> None:  # type: ignore[no-untyped-def]
     local.upload_skill(skill_dir)
 
 
-@pytest.fixture()
-def filled(hub, db_url):  # type: ignore[no-untyped-def]
-    _fill(hub)
-    hub.close()
-    return db_url
-
-
 def test_a_full_store_at_0011_upgrades_whole_and_downgrades_whole(filled):
     db = Database(filled)
     try:

@@ -4,9 +4,8 @@
 from __future__ import annotations
 
 import psycopg
-import pytest
 
-from tests.db.test_tenant_keys_migration import _columns, _fill, _rows
+from tests.db.test_tenant_keys_migration import _columns, _rows
 from ultron.db.engine import Database
 from ultron.db.migrate import downgrade, upgrade_to_head
 
@@ -22,13 +21,6 @@ def _index(url: str) -> str | None:
     with psycopg.connect(url) as conn:
         row = conn.execute("SELECT indexdef FROM pg_indexes WHERE indexname = %s", (INDEX,)).fetchone()
     return None if row is None else str(row[0])
-
-
-@pytest.fixture()
-def filled(hub, db_url):  # type: ignore[no-untyped-def]
-    _fill(hub)
-    hub.close()
-    return db_url
 
 
 def test_a_full_store_at_0013_upgrades_whole_and_downgrade_indexes_the_waiting_clusters(filled):

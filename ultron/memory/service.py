@@ -612,7 +612,7 @@ class MemoryService:
         with raw.cursor() as cursor:
             cursor.executemany(
                 _driver_sql(q("nearest_same_type"), session.get_bind().dialect),
-                [self._probe_params(actor, p) for p in ps],
+                [_nearest_params(actor, p) for p in ps],
                 returning=True,
             )
             while True:
@@ -622,19 +622,6 @@ class MemoryService:
         near = {probe[0][0] for probe in probes if probe and probe[0][1] >= self.soft_threshold - SIM_MARGIN}
         stmt = select(Memory).where(Memory.tenant_id == actor.tenant_id, Memory.id.in_(near))
         return probes, list(session.execute(stmt).scalars()) if near else []
-
-    def _probe_params(self, actor: Actor, p: _Prepared) -> dict[str, Any]:
-        """`_nearest`'s parameters."""
-        return {
-            "tenant_id": actor.tenant_id,
-            "content_hash": p.content_hash,
-            "memory_type": p.memory_type,
-            "scope": p.scope,
-            "agent_id": actor.agent_id,
-            "group_name": p.group,
-            "embedding": p.embedding,
-            "k": DEDUP_NEIGHBOURS,
-        }
 
     def _batch_nearest(
         self, p: _Prepared, probe: list[tuple[UUID, float]], new: _NewMemories | None
