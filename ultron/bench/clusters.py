@@ -4,18 +4,20 @@ Each size gets its own scratch database on one server: N clusters with random un
 COPY, then the HNSW index on the centroids is built and the table analyzed. Then every probe is one
 `ClusterService.assign` in its own transaction -- one statement (`assign_cluster`): the HNSW probe for the
 nearest centroids, the row lock and the re-check on the exact mean, the running-mean update, the new cluster
-or the member insert -- timed up to (not including) the commit. Then, on the same vector, the assignment's
-probe alone (`nearest_clusters`: the tenant and emptiness filters, the exact-mean score; the filters are
-checked during the HNSW walk, `hnsw.iterative_scan` on, so the index stays in use) and the bare pgvector
-nearest-centroid kNN (`ORDER BY centroid <=> v LIMIT 4`, no filter), who goes first alternating: the whole
-assignment / kNN ratio at each size is the figure the assignment is held to (<= 1.2x), the probe / kNN ratio
-what of it is the walk; joins and new clusters are also reported apart (a join updates one row, HOT; a new
+or the member insert -- timed up to (not including) the commit. On the same vector, each in its own
+transaction, the assignment's probe alone (`nearest_clusters`: the tenant and emptiness filters, the
+exact-mean score; the filters are checked during the HNSW walk, `hnsw.iterative_scan` on, so the index stays
+in use) and the bare pgvector nearest-centroid kNN (`ORDER BY centroid <=> v LIMIT 4`, no filter), all three
+sent the same way (a psycopg RawCursor, `$n` placeholders, the LIMIT a literal: prepared, generic plans) and
+in every order in turn (ORDERS: each goes first, on pages no query has read for its vector, on a third of
+the probes): the whole assignment / kNN ratio at each size is the figure the assignment is held to (<=
+1.2x), the probe / kNN ratio what of it is the walk, and the assignments timed first / the kNNs timed first
+the same cold against cold; joins and new clusters are also reported apart (a join updates one row, HOT; a new
 cluster is inserted unindexed, `centroid` NULL, and found by the probe's exact pass over the tenant's
 unindexed clusters until the worker indexes it -- no worker runs here, so they accumulate over the run,
 about one per two probes, below the UNINDEXED_MAX bound past which a new cluster is indexed at once;
-`--pending N` stores N of them before the probes). That kNN runs after the assignment, on the pages its walk
-has just read; the bench also times the bare kNN on a fresh vector (one nothing has probed, from another
-seed) just before each assignment, so cold like it, and prints the assignment against that too. The
+`--pending N` stores N of them before the probes). The bench also times the bare kNN on a fresh vector (one
+nothing has probed, from another seed) before the three, and prints the assignment against that too. The
 reference implementation's exact scan is timed too (the vector compared with every cluster's mean, index
 scans off), which grows linearly with the clusters. Each assignment also reads its transaction's update
 counters: how many cluster rows were updated, and how many of those were HOT (the indexed centroid left
@@ -34,6 +36,7 @@ be sized: the probe reads ~3k index and heap pages, and with the 128MB default t
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import statistics
 import sys
@@ -55,6 +58,9 @@ SEED = 11
 INDEX = "ix_knowledge_clusters_centroid_hnsw"
 # Applied to the embedded server the bench starts (not to a server given with --database-url).
 SERVER_SETTINGS = {"shared_buffers": "1GB"}
+# The three timed steps on each probe vector, in every order, one order per probe in turn.
+ORDERS = list(itertools.permutations(("assign", "probe", "knn")))
+STATEMENTS = {"probe": "nearest_clusters", "knn": "nearest_centroids_bare"}
 
 
 def _units(rng: np.random.Generator, n: int, dimension: int) -> np.ndarray:
@@ -124,6 +130,9 @@ class Size:
     start_knn_ms: list[float] = field(default_factory=list)  # and on the new clusters' vectors
     # The bare kNN on a vector nothing has probed before, timed just before each assignment: cold like it.
     cold_knn_ms: list[float] = field(default_factory=list)
+    # The probes on which the assignment went first, and those on which the bare kNN did (ORDERS): both cold.
+    assign_first_ms: list[float] = field(default_factory=list)
+    knn_first_ms: list[float] = field(default_factory=list)
 
     def _params(self, vector: np.ndarray) -> dict[str, Any]:
         # start-up: loaded when the command runs, not when the CLI builds its parser
@@ -137,25 +146,59 @@ class Size:
         from sqlalchemy import text
 
         # start-up: loaded when the command runs, not when the CLI builds its parser
-        from ultron.db.queries import q
+        from ultron.clusters.service import run_raw
 
         with self.db.session() as s:
             # The connection checkout and BEGIN outside the timed statement (on a loaded box they cost
             # several ms, alike for both, and would pull the ratio towards 1).
             s.execute(text("SELECT 1"))
             before = time.perf_counter()
-            s.execute(q(which), self._params(vector)).all()
+            # Sent as the assignment sends its statement (a psycopg RawCursor, `$n` placeholders, the LIMIT
+            # a literal, so a prepared generic plan): the same client path on both sides.
+            run_raw(s, which, self._params(vector))
             return (time.perf_counter() - before) * 1000.0
 
     def assign(
         self, index: int, vector: np.ndarray, record: bool, cold_vector: np.ndarray | None = None
     ) -> None:
-        """One assignment as an upload makes it, timed first: nothing has probed this vector before it.
-        Just before it, the bare kNN on `cold_vector`, which nothing has probed either: the cold baseline."""
+        """One assignment as an upload makes it, the assignment's probe alone and the bare kNN, each in its
+        own transaction, on the same vector, in ORDERS[index // 2 % 6] (each order on a join and on a new
+        cluster: the probes alternate): each goes first (on pages no query has read for this vector) and last
+        equally often, and each pair in either order equally often. Before them, the bare kNN on
+        `cold_vector`, which nothing has probed either: the other cold baseline."""
+        cold = self._time_knn("nearest_centroids_bare", cold_vector) if cold_vector is not None else None
+        took: dict[str, float] = {}
+        fresh = False
+        updated = hot = 0
+        order = ORDERS[index // 2 % len(ORDERS)]
+        for step in order:
+            if step == "assign":
+                took[step], fresh, updated, hot = self._time_assign(index, vector)
+            else:
+                took[step] = self._time_knn(STATEMENTS[step], vector)
+        if record:
+            elapsed, knn = took["assign"], took["knn"]
+            self.assign_ms.append(elapsed)
+            (self.start_ms if fresh else self.join_ms).append(elapsed)
+            (self.start_knn_ms if fresh else self.join_knn_ms).append(knn)
+            self.probe_ms.append(took["probe"])
+            self.knn_ms.append(knn)
+            if order[0] == "assign":
+                self.assign_first_ms.append(elapsed)
+            elif order[0] == "knn":
+                self.knn_first_ms.append(knn)
+            if cold is not None:
+                self.cold_knn_ms.append(cold)
+            self.started += int(fresh)
+            self.joined += int(not fresh)
+            self.updates += updated
+            self.hot_updates += hot
+
+    def _time_assign(self, index: int, vector: np.ndarray) -> tuple[float, bool, int, int]:
+        """One `ClusterService.assign` in its own transaction, timed up to (not including) the commit: ms,
+        whether it started a cluster, and the cluster rows it updated and how many of those were HOT."""
         # start-up: loaded when the command runs, not when the CLI builds its parser
         from sqlalchemy import text
-
-        cold = self._time_knn("nearest_centroids_bare", cold_vector) if cold_vector is not None else None
 
         # This backend's update counters (they also hold earlier transactions not yet flushed to the
         # statistics, so the difference across the assignment is what it did).
@@ -169,29 +212,10 @@ class Size:
             cluster_id = self.service.assign(s, self.tenant_id, self.memory_ids[index], vector)
             elapsed = (time.perf_counter() - before) * 1000.0
             updated, hot = s.execute(counters, {"t": "knowledge_clusters"}).one()
-            updated, hot = updated - updated0, hot - hot0
             fresh = s.execute(
                 text("SELECT member_count = 1 FROM knowledge_clusters WHERE id = :id"), {"id": cluster_id}
             ).scalar_one()
-        # The assignment's probe alone and the bare nearest-centroid kNN, each in its own transaction, on
-        # the same vector (after the assignment: its pages are now cached for both), who goes first
-        # alternating: the baseline the assignment is held to, measured in the same run.
-        probe = knn = 0.0
-        for which in ("nearest_clusters", "nearest_centroids_bare")[:: 1 if index % 2 == 0 else -1]:
-            took = self._time_knn(which, vector)
-            probe, knn = (took, knn) if which == "nearest_clusters" else (probe, took)
-        if record:
-            self.assign_ms.append(elapsed)
-            (self.start_ms if fresh else self.join_ms).append(elapsed)
-            (self.start_knn_ms if fresh else self.join_knn_ms).append(knn)
-            self.probe_ms.append(probe)
-            self.knn_ms.append(knn)
-            if cold is not None:
-                self.cold_knn_ms.append(cold)
-            self.started += int(fresh)
-            self.joined += int(not fresh)
-            self.updates += int(updated)
-            self.hot_updates += int(hot)
+        return elapsed, bool(fresh), int(updated - updated0), int(hot - hot0)
 
     def exact_scan(self, vector: np.ndarray) -> None:
         """The reference implementation: every cluster's mean compared with the vector, no index. Timed in
@@ -319,6 +343,11 @@ def report_rows(sizes: list[Size]) -> list[dict[str, Any]]:
                 # Against the bare kNN timed cold, like the assignment (a fresh vector, just before it).
                 "cold_knn_p50_ms": _p50(z.cold_knn_ms),
                 "assign_vs_cold_knn": _ratio(z.assign_ms, z.cold_knn_ms),
+                # Cold against cold, the same vector order: the assignments timed first on their vector
+                # over the bare kNNs timed first on theirs (a third of the probes each).
+                "assign_first_p50_ms": _p50(z.assign_first_ms),
+                "knn_first_p50_ms": _p50(z.knn_first_ms),
+                "assign_first_vs_knn_first": _ratio(z.assign_first_ms, z.knn_first_ms),
                 "join_vs_cold_knn": _ratio(z.join_ms, z.cold_knn_ms),
                 "start_vs_cold_knn": _ratio(z.start_ms, z.cold_knn_ms),
                 "exact_p50_ms": _p50(z.exact_ms),
@@ -380,8 +409,8 @@ def format_report(rows: list[dict[str, Any]], dimension: int, shared_buffers: st
         )
     )
     lines.append(
-        "the whole assignment (one statement: probe, row lock, running mean, new cluster or member insert; "
-        "timed first, on uncached pages) / the bare kNN (target <= 1.2x): "
+        "the whole assignment (one statement: probe, row lock, running mean, new cluster or member insert) / "
+        "the bare kNN, same vectors, the order of the two alternating (target <= 1.2x): "
         + ", ".join(
             f"{r['clusters']}: {r['assign_vs_knn']:.2f}x (joins {_x(r['join_vs_knn'])}, "
             f"new clusters {_x(r['start_vs_knn'])})"
@@ -395,6 +424,16 @@ def format_report(rows: list[dict[str, Any]], dimension: int, shared_buffers: st
             + ", ".join(
                 f"{r['clusters']}: {r['assign_vs_cold_knn']:.2f}x (joins {_x(r['join_vs_cold_knn'])}, "
                 f"new clusters {_x(r['start_vs_cold_knn'])}; cold kNN p50 {r['cold_knn_p50_ms']:.3f} ms)"
+                for r in rows
+            )
+        )
+    if rows[0]["assign_first_vs_knn_first"] is not None:
+        lines.append(
+            "cold against cold: the assignments timed first on their vector / the bare kNNs timed first on "
+            "theirs: "
+            + ", ".join(
+                f"{r['clusters']}: {_x(r['assign_first_vs_knn_first'])} ({r['assign_first_p50_ms']:.3f} / "
+                f"{r['knn_first_p50_ms']:.3f} ms)"
                 for r in rows
             )
         )
