@@ -35,11 +35,12 @@ LIMIT :limit
 
 -- name: assign_cluster
 -- ClusterService.assign in one statement (one round trip; :limit is written in as a literal by the service,
--- so the prepared statement keeps a generic plan: clusters.service.raw_statement). `best`: nearest_clusters' probe -- `indexed`, the
--- HNSW walk on the indexed centroid (LIMIT :limit), and `unindexed`, an exact pass over the tenant's
--- clusters the worker has not indexed yet (centroid NULL; at most about :unindexed_max of them), scored
--- in the pass (it keeps each one's id and score, not its 1 KB mean) -- the candidate with the highest exact
--- average cosine to the members (`join_score`: the unit vector :v . the mean) if it reaches :floor. `locked` re-reads that cluster under
+-- so the prepared statement keeps a generic plan: clusters.service.raw_statement). `best`: nearest_clusters'
+-- probe -- `indexed`, the HNSW walk on the indexed centroid (LIMIT :limit), and `unindexed`, an exact pass
+-- over the tenant's clusters the worker has not indexed yet (centroid NULL; at most about :unindexed_max of
+-- them), scored in the pass (it keeps each one's id and score, not its 1 KB mean) -- the candidate with the
+-- highest exact average cosine to the members (`join_score`: the unit vector :v . the mean) if it reaches
+-- :floor. `locked` re-reads that cluster under
 -- its row lock: in READ COMMITTED a row updated since this statement's snapshot is waited for and its
 -- newest version re-checked against the WHERE (EvalPlanQual), so a join is decided on the mean as it is
 -- now; a cluster emptied, deleted or moved away since the probe yields no row, and :v starts a cluster.
