@@ -120,7 +120,7 @@ def raw_statement(name: str) -> tuple[str, tuple[str, ...]]:
     each); with the literal it keeps the generic plan after five. The rest is the client's cost: psycopg
     converts a `%(name)s` query on every call unless it is under 4 KB (its cache's limit; `assign_cluster`
     with its comments is 5 KB), and SQLAlchemy's execute path adds its own; a RawCursor with `$n` sends the
-    text as is (measured at 10k clusters: 3.6 against 3.9 ms per assignment, docs/skills.md)."""
+    text as is (measured at 10k clusters: 3.56 against 3.94 ms per statement, docs/skills.md, stop 17)."""
     body = "\n".join(line for line in q(name).text.splitlines() if not line.lstrip().startswith("--"))
     names: list[str] = []
 
