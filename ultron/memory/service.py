@@ -100,6 +100,9 @@ class ClusterHooks(Protocol):
     """Knowledge clusters (ultron/clusters/): a new memory joins one, a merged-away one leaves it."""
 
     def assign(self, session: Session, tenant_id: UUID, memory_id: UUID, vector: Any) -> UUID: ...
+    def assign_many(
+        self, session: Session, tenant_id: UUID, items: Sequence[tuple[UUID, Any]]
+    ) -> list[UUID]: ...
     def leave(self, session: Session, tenant_id: UUID, memory_id: UUID) -> UUID | None: ...
 
 
@@ -648,8 +651,9 @@ class MemoryService:
         results: list[UploadResult | UltronError],
     ) -> None:
         """`_create` for many new memories: their rows inserted by one statement that returns what their
-        records need, their contributions and activity by one each; cluster assignment per memory, in
-        order, as single uploads run it; the companion's hook once for them all (`after_create_many`)."""
+        records need, their contributions and activity by one each; the shared ones' clusters by
+        `assign_many` (the end state of `assign` per memory, in order, in a few statements); the
+        companion's hook once for them all (`after_create_many`)."""
         if not pending:
             return
         created = [(uuid4(), req, p) for _, req, p in pending]
@@ -671,9 +675,9 @@ class MemoryService:
                 for memory_id, _, p in created
             ],
         )
-        for memory_id, _, p in created:
-            if self.clusters is not None and p.scope == "shared":
-                self.clusters.assign(session, actor.tenant_id, memory_id, p.embedding)
+        shared = [(memory_id, p.embedding) for memory_id, _, p in created if p.scope == "shared"]
+        if self.clusters is not None and shared:  # in order, as single uploads run `assign`
+            self.clusters.assign_many(session, actor.tenant_id, shared)
         done = [
             (req, UploadResult(record=to_record(by_id[memory_id], actor.agent_name, 1), decision="created"))
             for memory_id, req, _ in created
