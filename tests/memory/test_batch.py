@@ -357,3 +357,38 @@ def test_batch_assignment_settles_close_calls_like_the_statement(chub, monkeypat
         cluster_service._batch_probe_statement.cache_clear()
     assert single == batched
     assert len(singles) > 50 + 110  # beyond the one-by-one tenant's: some batch vectors went one by one
+
+
+def test_soft_band_items_are_decided_without_writing_the_batch_first(hub, monkeypatch):  # type: ignore[no-untyped-def]
+    """The bench corpus's memories often fall in the soft band of one another (with the hash embedder) and
+    the judge tells them apart: the batch decides them against its own new memories in memory, so its
+    new memories are written once and no item is probed again, and it ends as one by one."""
+    from ultron.bench.core import Corpus  # the bench's corpus (in-function: only this test needs it)
+
+    corpus = Corpus(seed=11)
+    items = [corpus.memory() for _ in range(120)]
+    service = hub.memory
+    calls = {"create_many": 0, "nearest": 0, "judge": 0}
+    for name, key in (("_create_many", "create_many"), ("_nearest", "nearest")):
+        original = getattr(service, name)
+
+        def spy(*args, _original=original, _key=key, **kwargs):  # type: ignore[no-untyped-def]
+            calls[_key] += 1
+            return _original(*args, **kwargs)
+
+        monkeypatch.setattr(service, name, spy)
+    judge = service.intelligence.judge_same
+
+    def judged(a, b):  # type: ignore[no-untyped-def]
+        calls["judge"] += 1
+        return judge(a, b)
+
+    monkeypatch.setattr(service.intelligence, "judge_same", judged)
+    single, batch = _client(hub, "one-by-one"), _client(hub, "batched")
+    decisions = [single.upload(**item).decision for item in items]
+    calls.update(create_many=0, nearest=0, judge=0)
+    result = batch.upload_batch(items)
+    assert [r.decision for r in result.results] == decisions
+    assert _state(hub, "batched") == _state(hub, "one-by-one")
+    assert calls["judge"] >= 3  # the soft band was met
+    assert (calls["create_many"], calls["nearest"]) == (1, 0)
