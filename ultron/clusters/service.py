@@ -443,7 +443,7 @@ def _assign_many(
     for row in session.execute(q("assign_clusters_state"), {"tenant_id": tenant_id, "ids": wanted}):
         centroid = None if row.centroid is None else _f32(row.centroid)
         state[row.id] = _Replayed(row.id, _f32(row.mean), int(row.member_count), centroid, False)
-    unindexed = [c for c in state.values() if c.centroid is None]
+    unindexed = _Unindexed([c for c in state.values() if c.centroid is None], len(vs[0]))
     moved: list[_Replayed] = []  # indexed clusters whose centroid the batch changed (refreshed, or new)
     floor = service.settings.cluster_threshold - SIM_TOLERANCE
     members: list[tuple[UUID, UUID, np.ndarray]] = []
@@ -453,16 +453,20 @@ def _assign_many(
             near = _indexed_candidates(probe, state, moved, v64, limit)
         except _Uncertain:
             break
-        candidates = near + [c for c in unindexed if c.n > 0]
-        best = _best(session, candidates, v, v64, floor)
+        best = _best(session, near, unindexed, v, v64, floor)
         if best is None:
             # assign_cluster's `created`, indexed at once past UNINDEXED_MAX unindexed clusters.
-            indexed = len(unindexed) >= UNINDEXED_MAX
+            indexed = len(unindexed.clusters) >= UNINDEXED_MAX
             best = _Replayed(uuid4(), v, 1, v if indexed else None, True)
             state[best.id] = best
-            (moved if indexed else unindexed).append(best)
+            if indexed:
+                moved.append(best)
+            else:
+                unindexed.add(best)
         else:
             _join(session, best, v, moved)
+            if best.centroid is None:
+                unindexed.update(best)
         members.append((memory_id, best.id, v))
     _write_assignments(session, tenant_id, state, members)
     return [cluster_id for _, cluster_id, _ in members]
@@ -507,21 +511,53 @@ def _indexed_candidates(
     return [state[cid] for _, cid in pool[:PROBE_CANDIDATES]]
 
 
+class _Unindexed:
+    """The unindexed clusters a batch's replay knows (assign_cluster's exact pass), their means as the
+    rows of one float64 matrix kept in step with the joins."""
+
+    def __init__(self, clusters: list[_Replayed], dim: int):
+        self.clusters = clusters
+        self.place = {c.id: i for i, c in enumerate(clusters)}
+        self.means = np.empty((max(16, 2 * len(clusters)), dim), dtype=np.float64)
+        for i, c in enumerate(clusters):
+            self.means[i] = c.mean
+
+    def add(self, c: _Replayed) -> None:
+        n = len(self.clusters)
+        if n == len(self.means):
+            self.means = np.concatenate([self.means, np.empty_like(self.means)])
+        self.means[n] = c.mean
+        self.place[c.id] = n
+        self.clusters.append(c)
+
+    def update(self, c: _Replayed) -> None:
+        self.means[self.place[c.id]] = c.mean
+
+
 def _best(
-    session: Session, candidates: list[_Replayed], v: np.ndarray, v64: np.ndarray, floor: float
+    session: Session,
+    near: list[_Replayed],
+    unindexed: _Unindexed,
+    v: np.ndarray,
+    v64: np.ndarray,
+    floor: float,
 ) -> _Replayed | None:
-    """assign_cluster's `best`: the candidate with the highest join score (v . mean) at or above the
-    floor, ties by id; the server's own scores when numpy's are too close to call."""
+    """assign_cluster's `best`: of the indexed candidates `near` and the unindexed clusters, the one with
+    the highest join score (v . mean) at or above the floor, ties by id; the server's own scores when
+    numpy's are too close to call."""
+    candidates = near + unindexed.clusters
     if not candidates:
         return None
-    scores = np.stack([c.mean for c in candidates]).astype(np.float64) @ v64
-    order = np.argsort(-scores, kind="stable")
-    top = float(scores[order[0]])
-    close = abs(top - floor) < DECIDE_MARGIN or (
-        len(order) > 1 and top - float(scores[order[1]]) < DECIDE_MARGIN and top >= floor
-    )
+    scores = unindexed.means[: len(unindexed.clusters)] @ v64
+    if near:
+        scores = np.concatenate([np.stack([c.mean for c in near]).astype(np.float64) @ v64, scores])
+    first = int(np.argmax(scores))
+    top = float(scores[first])
+    runner = float(np.partition(scores, -2)[-2]) if len(scores) > 1 else -np.inf
+    close = abs(top - floor) < DECIDE_MARGIN or (top - runner < DECIDE_MARGIN and top >= floor)
     if not close:
-        return candidates[int(order[0])] if top >= floor else None
+        return candidates[first] if top >= floor else None
+    candidates = [c for c, score in zip(candidates, scores, strict=True) if score > top - DECIDE_MARGIN]
     params = {"means": [c.mean for c in candidates], "vs": [v] * len(candidates)}
     rows = session.execute(q("assign_clusters_exact_scores"), params).all()
     exact = [(float(r.score), candidates[r.ord - 1].id, candidates[r.ord - 1]) for r in rows]
