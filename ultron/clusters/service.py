@@ -355,20 +355,10 @@ class ClusterService:
         them; a decision too close to call in float64 is asked of the server), then the new clusters, the
         changed ones and the member rows written by one statement each. The probe's candidates are those a
         single probe would walk to as long as the batch's own refreshed centroids cannot change them; a
-        vector whose candidates could differ goes through `assign`, and the rest are probed anew after it.
-        Returns the clusters, in order."""
+        vector whose candidates could differ goes through `assign` (the replay so far written first, the
+        cluster it chose read back into the replay). Returns the clusters, in order."""
         session.flush()  # the memory rows (the member rows reference them)
-        mids = [memory_id for memory_id, _ in items]
-        vs = [unit(vector).astype(np.float32) for _, vector in items]
-        out: list[UUID] = []
-        start = 0
-        while start < len(items):
-            out += _assign_many(self, session, tenant_id, mids[start:], vs[start:])
-            start = len(out)
-            if start < len(items):
-                out.append(self.assign(session, tenant_id, mids[start], items[start][1]))
-                start += 1
-        return out
+        return _assign_many(self, session, tenant_id, items) if items else []
 
 
 # --- a batch's assignment (MemoryService._create_many) ------------------------------------------------
@@ -424,16 +414,22 @@ def _cosine_distance(centroids: np.ndarray, v: np.ndarray) -> np.ndarray:
     return 1.0 - (c @ v) / np.where(norms > 0, norms, 1.0)
 
 
+def _best_possible(distance: float) -> float:
+    """The highest join score a cluster whose indexed centroid lies at cosine `distance` or farther can
+    have: its mean's direction is within the drift bound of the centroid, and the mean is no longer than 1."""
+    angle = float(np.arccos(np.clip(1.0 - distance, -1.0, 1.0)))
+    return float(np.cos(max(0.0, angle - float(np.arccos(CENTROID_DRIFT_COSINE)))))
+
+
 class _Uncertain(Exception):
     """The HNSW candidates of a vector could differ from what the single probe would walk to."""
 
 
 def _assign_many(
-    service: ClusterService, session: Session, tenant_id: UUID, mids: list[UUID], vs: list[np.ndarray]
+    service: ClusterService, session: Session, tenant_id: UUID, items: Sequence[tuple[UUID, Any]]
 ) -> list[UUID]:
-    """One run of `ClusterService.assign_many` over `mids`/`vs` (unit float32 vectors): the probe, the
-    locked state, the replay, the writes. Returns the clusters of a prefix of the vectors: all of them, or
-    those before the first whose candidates it cannot settle (that one goes through `assign`)."""
+    """`ClusterService.assign_many`: the probe, the locked state, the replay, the writes."""
+    vs = [unit(vector).astype(np.float32) for _, vector in items]
     limit = PROBE_CANDIDATES + PROBE_EXTRA
     probes: list[list[tuple[UUID, float]]] = [[] for _ in vs]
     for row in session.execute(_batch_probe_statement(), {"tenant_id": tenant_id, "vs": vs}):
@@ -447,12 +443,18 @@ def _assign_many(
     moved: list[_Replayed] = []  # indexed clusters whose centroid the batch changed (refreshed, or new)
     floor = service.settings.cluster_threshold - SIM_TOLERANCE
     members: list[tuple[UUID, UUID, np.ndarray]] = []
-    for probe, memory_id, v in zip(probes, mids, vs, strict=True):
+    out: list[UUID] = []
+    for probe, (memory_id, vector), v in zip(probes, items, vs, strict=True):
         v64 = v.astype(np.float64)
         try:
-            near = _indexed_candidates(probe, state, moved, v64, limit)
-        except _Uncertain:
-            break
+            near = _indexed_candidates(probe, state, moved, v64, limit, floor)
+        except _Uncertain:  # the replay so far written, this one by the statement, its cluster read back
+            _write_assignments(session, tenant_id, state, members)
+            members = []
+            cluster_id = service.assign(session, tenant_id, memory_id, vector)
+            _read_back(session, tenant_id, cluster_id, state, unindexed, moved)
+            out.append(cluster_id)
+            continue
         best = _best(session, near, unindexed, v, v64, floor)
         if best is None:
             # assign_cluster's `created`, indexed at once past UNINDEXED_MAX unindexed clusters.
@@ -468,8 +470,44 @@ def _assign_many(
             if best.centroid is None:
                 unindexed.update(best)
         members.append((memory_id, best.id, v))
+        out.append(best.id)
     _write_assignments(session, tenant_id, state, members)
-    return [cluster_id for _, cluster_id, _ in members]
+    return out
+
+
+def _read_back(
+    session: Session,
+    tenant_id: UUID,
+    cluster_id: UUID,
+    state: dict[UUID, _Replayed],
+    unindexed: _Unindexed,
+    moved: list[_Replayed],
+) -> None:
+    """The cluster `assign` just chose, as it now stands, into the replay: a new one as an unindexed
+    cluster or (indexed at once) a moved one; a known one with its new mean, moved if its centroid was
+    rewritten (the probe saw the old one)."""
+    row = session.execute(
+        select(KnowledgeCluster.mean, KnowledgeCluster.member_count, KnowledgeCluster.centroid).where(
+            KnowledgeCluster.id == cluster_id, KnowledgeCluster.tenant_id == tenant_id
+        )
+    ).one()
+    centroid = None if row.centroid is None else _f32(row.centroid)
+    c = state.get(cluster_id)
+    if c is None:
+        c = state[cluster_id] = _Replayed(cluster_id, _f32(row.mean), int(row.member_count), centroid, False)
+        if centroid is None:
+            unindexed.add(c)
+        else:  # indexed at once, or an indexed cluster no probe of the batch had found
+            c.moved = True
+            moved.append(c)
+        return
+    changed = centroid is not None and (c.centroid is None or not np.array_equal(centroid, c.centroid))
+    c.mean, c.n, c.centroid = _f32(row.mean), int(row.member_count), centroid
+    if centroid is None:
+        unindexed.update(c)
+    elif changed and not c.moved:
+        c.moved = True
+        moved.append(c)
 
 
 def _indexed_candidates(
@@ -478,6 +516,7 @@ def _indexed_candidates(
     moved: list[_Replayed],
     v64: np.ndarray,
     limit: int,
+    floor: float,
 ) -> list[_Replayed]:
     """assign_cluster's `indexed` for `v` after the batch's earlier joins: the PROBE_CANDIDATES nearest
     indexed centroids, from the probe's walk and the centroids the batch moved (re-ranked on exact
@@ -499,14 +538,20 @@ def _indexed_candidates(
         assert distances is not None
         pool += [(float(d), c.id) for d, c in zip(distances, moved, strict=True)]
     pool.sort()
+    if len(pool) <= PROBE_CANDIDATES and len(probe) < limit:
+        return [state[cid] for _, cid in pool]  # every indexed cluster is a candidate
+    # Which clusters are candidates is unsure near the last place (a tie within float rounding), and past
+    # the walk's last row when it returned `limit` rows (an unchanged cluster it did not return could rank
+    # above one the batch moved away). That matters only for a cluster that could be joined.
+    edge = pool[PROBE_CANDIDATES - 1][0] if len(pool) >= PROBE_CANDIDATES else 2.0
+    unsure = [cid for d, cid in pool if abs(d - edge) < DECIDE_MARGIN]
     if len(probe) == limit:
         last = probe[-1][1]  # an unchanged cluster outside the walk lies at least this far
-        if len(pool) < PROBE_CANDIDATES or pool[PROBE_CANDIDATES - 1][0] > last - DECIDE_MARGIN:
-            raise _Uncertain
-    if (
-        len(pool) > PROBE_CANDIDATES
-        and pool[PROBE_CANDIDATES][0] - pool[PROBE_CANDIDATES - 1][0] < DECIDE_MARGIN
-    ):
+        if edge > last - DECIDE_MARGIN:
+            if _best_possible(last) >= floor - DECIDE_MARGIN:
+                raise _Uncertain
+            unsure += [cid for d, cid in pool[:PROBE_CANDIDATES] if d > last - DECIDE_MARGIN]
+    if any(float(state[cid].mean.astype(np.float64) @ v64) >= floor - DECIDE_MARGIN for cid in unsure):
         raise _Uncertain
     return [state[cid] for _, cid in pool[:PROBE_CANDIDATES]]
 
@@ -641,5 +686,7 @@ def _write_assignments(
         },
     )
     for c in state.values():
-        if c.joined:
+        if c.joined or c.new:
             _forget(session, c.id, tenant_id)
+        c.new = c.joined = False  # written: a later write of the same batch updates what is stored
+        c.raw = c.refresh = None
