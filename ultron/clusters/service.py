@@ -544,7 +544,8 @@ def _indexed_candidates(
     # the walk's last row when it returned `limit` rows (an unchanged cluster it did not return could rank
     # above one the batch moved away). That matters only for a cluster that could be joined.
     edge = pool[PROBE_CANDIDATES - 1][0] if len(pool) >= PROBE_CANDIDATES else 2.0
-    unsure = [cid for d, cid in pool if abs(d - edge) < DECIDE_MARGIN]
+    tied = len(pool) > PROBE_CANDIDATES and pool[PROBE_CANDIDATES][0] - edge < DECIDE_MARGIN
+    unsure = [cid for d, cid in pool if abs(d - edge) < DECIDE_MARGIN] if tied else []
     if len(probe) == limit:
         last = probe[-1][1]  # an unchanged cluster outside the walk lies at least this far
         if edge > last - DECIDE_MARGIN:
