@@ -709,12 +709,14 @@ class MemoryService:
             [_new_memory_params(memory_id, actor, p) for memory_id, _, p in created],
         ).all()
         by_id = {row.id: row for row in rows}
+        # RETURNING makes SQLAlchemy send the rows as one multi-row INSERT (insertmanyvalues), not one
+        # execution per row (psycopg's executemany: 500 statements for the server to run).
         session.execute(
-            insert(_table(MemoryContribution)),
+            insert(_table(MemoryContribution)).returning(_table(MemoryContribution).c.id),
             [_contribution_row(actor, memory_id, p, "created", None) for memory_id, _, p in created],
         )
         session.execute(
-            insert(_table(ActivityEvent)),
+            insert(_table(ActivityEvent)).returning(_table(ActivityEvent).c.id),
             [
                 _activity_row(actor, "upload", memory_id, {"memory_type": p.memory_type})
                 for memory_id, _, p in created
