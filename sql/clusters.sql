@@ -373,3 +373,81 @@ SELECT id FROM drained
 UNION ALL SELECT id FROM emptied
 UNION ALL SELECT id FROM kept
 UNION ALL SELECT id FROM refreshed
+
+-- name: assign_clusters_probe
+-- ClusterService.assign_many's probe: for each of a batch's unit vectors (`vs`, `ord` its 1-based place)
+-- assign_cluster's `indexed` walk (the same filters and order, on the HNSW index), with more candidates
+-- than the single probe's (`limit`, written in as a literal) so that the batch can re-rank them after its
+-- own earlier joins moved some centroids. `rank`: the row's place in the walk's output.
+SELECT p.ord, w.id, w.distance, w.rank
+FROM unnest(CAST(:vs AS vector[])) WITH ORDINALITY AS p(v, ord)
+CROSS JOIN LATERAL (
+    SELECT c.id, c.centroid <=> p.v AS distance, row_number() OVER () AS rank
+    FROM (
+        SELECT c.id, c.centroid
+        FROM knowledge_clusters c
+        WHERE c.tenant_id = :tenant_id AND c.member_count > 0 AND c.centroid IS NOT NULL
+          AND c.mean IS NOT NULL
+        ORDER BY c.centroid <=> p.v
+        LIMIT :limit
+    ) c
+) w
+ORDER BY p.ord, w.rank
+
+-- name: assign_clusters_state
+-- The clusters a batch's assignment may touch, under their row locks (taken in id order, so two batches
+-- never wait on each other in a cycle): the probe's candidates (`ids`) and every non-empty cluster of the
+-- tenant the worker has not indexed yet (assign_cluster's `unindexed`), with their exact means.
+SELECT c.id, c.mean, c.member_count, c.centroid
+FROM knowledge_clusters c
+WHERE c.tenant_id = :tenant_id AND c.member_count > 0 AND c.mean IS NOT NULL
+  AND (c.id = ANY(CAST(:ids AS uuid[])) OR c.centroid IS NULL)
+ORDER BY c.id
+FOR UPDATE
+
+-- name: assign_clusters_exact_scores
+-- The server's own arithmetic for a choice a batch's numpy replay finds too close to call (within float
+-- rounding of the threshold or of a tie): assign_cluster's ordering key (mean <#> v) of each
+-- (`means[i]`, `vs[i]`).
+SELECT u.ord, u.m <#> u.v AS score
+FROM unnest(CAST(:means AS vector[]), CAST(:vs AS vector[])) WITH ORDINALITY AS u(m, v, ord)
+ORDER BY u.ord
+
+-- name: assign_clusters_exact_drift
+-- The same for assign_cluster's drift test of a centroid against a cluster's new mean.
+SELECT 1 - (CAST(:centroid AS vector) <=> CAST(:mean AS vector)) < :drift
+
+-- name: assign_clusters_create
+-- A batch's new clusters as assign_cluster's `created` leaves them after the batch's later joins: the mean
+-- after them; the centroid NULL (unindexed), or `v` when it was indexed at once, or the direction of the mean
+-- at its last refresh (l2_normalize of `refresh`).
+INSERT INTO knowledge_clusters (id, tenant_id, centroid, mean, centroid_norm, member_count)
+SELECT u.id, :tenant_id, coalesce(l2_normalize(u.refresh), u.raw), u.mean, vector_norm(u.mean), u.n
+FROM unnest(CAST(:ids AS uuid[]), CAST(:raws AS vector[]), CAST(:refreshes AS vector[]),
+            CAST(:means AS vector[]), CAST(:counts AS integer[])) AS u(id, raw, refresh, mean, n)
+
+-- name: assign_clusters_keep
+-- A batch's joins into existing clusters whose indexed centroid stays (assign_cluster's `kept`: no indexed
+-- column in the SET, a HOT update).
+UPDATE knowledge_clusters c
+SET mean = u.mean, member_count = u.n, centroid_norm = vector_norm(u.mean), updated_at = now()
+FROM unnest(CAST(:ids AS uuid[]), CAST(:means AS vector[]), CAST(:counts AS integer[])) AS u(id, mean, n)
+WHERE c.id = u.id AND c.tenant_id = :tenant_id
+
+-- name: assign_clusters_refresh
+-- A batch's joins into existing clusters whose centroid a join refreshed (assign_cluster's `refreshed`):
+-- the direction of the mean as of the last refresh.
+UPDATE knowledge_clusters c
+SET mean = u.mean, member_count = u.n, centroid_norm = vector_norm(u.mean), updated_at = now(),
+    centroid = l2_normalize(u.refresh)
+FROM unnest(CAST(:ids AS uuid[]), CAST(:means AS vector[]), CAST(:refreshes AS vector[]),
+            CAST(:counts AS integer[])) AS u(id, mean, refresh, n)
+WHERE c.id = u.id AND c.tenant_id = :tenant_id
+
+-- name: assign_clusters_members
+-- A batch's member rows (assign_cluster's last INSERT), in the batch's order.
+INSERT INTO cluster_members (memory_id, cluster_id, tenant_id, embedding)
+SELECT u.memory_id, u.cluster_id, :tenant_id, u.v
+FROM unnest(CAST(:memory_ids AS uuid[]), CAST(:cluster_ids AS uuid[]), CAST(:vs AS vector[]))
+     WITH ORDINALITY AS u(memory_id, cluster_id, v, ord)
+ORDER BY u.ord

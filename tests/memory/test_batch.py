@@ -5,9 +5,22 @@ from __future__ import annotations
 
 import threading
 
+import numpy as np
+import pytest
 from sqlalchemy import Text, func, select
 
-from ultron.db.models import ActivityEvent, ClusterMember, Memory, MemoryContribution, MemoryEntity, Tenant
+from tests.clusters.test_clusters import _basis, _memory
+from ultron.clusters import service as cluster_service
+from ultron.clusters.service import unit
+from ultron.db.models import (
+    ActivityEvent,
+    ClusterMember,
+    KnowledgeCluster,
+    Memory,
+    MemoryContribution,
+    MemoryEntity,
+    Tenant,
+)
 from ultron.memory.schemas import UploadRequest
 from ultron.memory.termstats import MIN_CHANGES, TermStatsKeeper
 from ultron.sdk import Ultron
@@ -211,3 +224,171 @@ def test_a_batch_counts_each_new_memory_toward_the_term_statistics_rebuild(hub):
         counted[tenant] = (sum(keeper._changes.values()), len(keeper._dirty))
     # A rebuild is due after MIN_CHANGES new memories, batched or not.
     assert counted["batched"] == counted["one-by-one"] == (MIN_CHANGES, 1)
+
+
+# --- the batch's cluster assignment (ClusterService.assign_many) ------------------------------------------
+
+
+def _cluster_vectors(dim: int, seed: int, n: int) -> list[np.ndarray]:
+    """Topics at cosine ~0.9 (joins, refreshes of small clusters' centroids), strays (new clusters),
+    repeats of an earlier vector, and vectors exactly at the threshold from a basis vector."""
+    rng = np.random.default_rng(seed)
+    topics = [unit(rng.standard_normal(dim)) for _ in range(5)]
+    out: list[np.ndarray] = []
+    for i in range(n):
+        if i % 11 == 10:
+            out.append(unit(rng.standard_normal(dim)))
+        elif i % 13 == 12 and out:
+            out.append(out[int(rng.integers(len(out)))].copy())
+        elif i % 17 == 16:
+            out.append(0.8 * _basis(dim, 0) + 0.6 * _basis(dim, 1 + i % 3))  # exactly at 0.8 from e0
+        elif i % 19 == 18:
+            out.append(_basis(dim, 0))
+        else:
+            t = topics[int(rng.integers(len(topics)))]
+            out.append(unit(t + rng.standard_normal(dim) * (0.35 / np.sqrt(dim))))
+    return out
+
+
+def _clusters_of(session, tenant_id, labels):  # type: ignore[no-untyped-def]
+    """Each cluster as (its members' labels, count, the exact mean's bytes, centroid bytes or None, norm),
+    and every member row's vector: the state compared bit for bit."""
+    rows = session.execute(
+        select(ClusterMember.memory_id, ClusterMember.cluster_id, ClusterMember.embedding).where(
+            ClusterMember.tenant_id == tenant_id
+        )
+    ).all()
+    groups: dict = {}
+    for memory_id, cluster_id, _ in rows:
+        groups.setdefault(cluster_id, []).append(labels[memory_id])
+    clusters = []
+    for c in session.execute(
+        select(KnowledgeCluster).where(KnowledgeCluster.tenant_id == tenant_id)
+    ).scalars():
+        session.refresh(c)
+        clusters.append(
+            (
+                tuple(sorted(groups.get(c.id, []))),
+                c.member_count,
+                np.asarray(c.mean, dtype=np.float32).tobytes(),
+                None if c.centroid is None else np.asarray(c.centroid, dtype=np.float32).tobytes(),
+                c.centroid_norm,
+            )
+        )
+    vectors = sorted((labels[m], np.asarray(e, dtype=np.float32).tobytes()) for m, _, e in rows)
+    return sorted(clusters, key=repr), vectors
+
+
+def _one_by_one_and_batched(hub, before, batch, chunks=(60,)):  # type: ignore[no-untyped-def]
+    """The same vectors into two tenants: `before` one by one (then the worker indexes their clusters, and
+    three more go in unindexed), then `batch` one by one into the first and by assign_many, in chunks,
+    into the second. Returns both tenants' cluster states."""
+    states = []
+    with hub.db.session() as s:
+        for name in ("one-by-one", "batched"):
+            tenant = Tenant(name=f"clusters-{name}")
+            s.add(tenant)
+            s.flush()
+            labels = {}
+            for i, v in enumerate(before):
+                m = _memory(s, tenant.id, v, f"b{i}")
+                labels[m.id] = f"b{i}"
+                hub.clusters.assign(s, tenant.id, m.id, v)
+                if i == len(before) - 4:
+                    assert hub.clusters.index_pending(s, tenant.id) > 0
+            made = []
+            for i, v in enumerate(batch):
+                m = _memory(s, tenant.id, v, f"n{i}")
+                labels[m.id] = f"n{i}"
+                made.append((m.id, v))
+            if name == "one-by-one":
+                want = [hub.clusters.assign(s, tenant.id, mid, v) for mid, v in made]
+            else:
+                got, start = [], 0
+                for size in (*chunks, len(made)):
+                    got += hub.clusters.assign_many(s, tenant.id, made[start : start + size])
+                    start = min(len(made), start + size)
+            states.append(_clusters_of(s, tenant.id, labels))
+        s.commit()
+    assert len(got) == len(want) == len(batch)
+    return states
+
+
+@pytest.fixture()
+def chub(make_hub):  # type: ignore[no-untyped-def]
+    return make_hub(cluster_similarity_threshold=0.8)
+
+
+def test_batch_assignment_ends_as_assign_one_by_one(chub, monkeypatch):  # type: ignore[no-untyped-def]
+    """Joins into indexed and unindexed clusters, into clusters the batch itself started or moved, new
+    clusters unindexed and (past the cap) indexed at once, vectors exactly at the threshold: the same
+    clusters, members, counts, and means and centroids equal to the bit."""
+    monkeypatch.setattr(cluster_service, "UNINDEXED_MAX", 12)
+    dim = chub.embedder.dimension
+    vectors = _cluster_vectors(dim, 3, 260)
+    single, batched = _one_by_one_and_batched(chub, vectors[:60], vectors[60:])
+    assert single == batched
+    clusters = single[0]
+    assert len(clusters) >= 15 and max(c[1] for c in clusters) >= 20
+    assert any(c[3] is None for c in clusters) and any(c[3] is not None for c in clusters)
+
+
+def test_batch_assignment_settles_close_calls_like_the_statement(chub, monkeypatch):  # type: ignore[no-untyped-def]
+    """With every decision sent to the server's arithmetic (a huge margin) and the probe cut to the single
+    probe's size (a vector whose candidates the batch's refreshes could change goes through `assign`),
+    the end state is still that of one by one."""
+    monkeypatch.setattr(cluster_service, "UNINDEXED_MAX", 12)
+    monkeypatch.setattr(cluster_service, "DECIDE_MARGIN", 0.5)
+    monkeypatch.setattr(cluster_service, "PROBE_EXTRA", 0)
+    cluster_service._batch_probe_statement.cache_clear()
+    singles = []
+    original = cluster_service.ClusterService.assign
+
+    def counted(self, *args):  # type: ignore[no-untyped-def]
+        singles.append(args)
+        return original(self, *args)
+
+    try:
+        dim = chub.embedder.dimension
+        vectors = _cluster_vectors(dim, 4, 160)
+        monkeypatch.setattr(cluster_service.ClusterService, "assign", counted)
+        single, batched = _one_by_one_and_batched(chub, vectors[:50], vectors[50:], chunks=(40, 30))
+    finally:
+        cluster_service._batch_probe_statement.cache_clear()
+    assert single == batched
+    assert len(singles) > 50 + 110  # beyond the one-by-one tenant's: some batch vectors went one by one
+
+
+def test_soft_band_items_are_decided_without_writing_the_batch_first(hub, monkeypatch):  # type: ignore[no-untyped-def]
+    """The bench corpus's memories often fall in the soft band of one another (with the hash embedder) and
+    the judge tells them apart: the batch decides them against its own new memories in memory, so its
+    new memories are written once and no item is probed again, and it ends as one by one."""
+    from ultron.bench.core import Corpus  # the bench's corpus (in-function: only this test needs it)
+
+    corpus = Corpus(seed=11)
+    items = [corpus.memory() for _ in range(120)]
+    service = hub.memory
+    calls = {"create_many": 0, "nearest": 0, "judge": 0}
+    for name, key in (("_create_many", "create_many"), ("_nearest", "nearest")):
+        original = getattr(service, name)
+
+        def spy(*args, _original=original, _key=key, **kwargs):  # type: ignore[no-untyped-def]
+            calls[_key] += 1
+            return _original(*args, **kwargs)
+
+        monkeypatch.setattr(service, name, spy)
+    judge = service.intelligence.judge_same
+
+    def judged(a, b):  # type: ignore[no-untyped-def]
+        calls["judge"] += 1
+        return judge(a, b)
+
+    monkeypatch.setattr(service.intelligence, "judge_same", judged)
+    single, batch = _client(hub, "one-by-one"), _client(hub, "batched")
+    decisions = [single.upload(**item).decision for item in items]
+    calls.update(create_many=0, nearest=0, judge=0)
+    result = batch.upload_batch(items)
+    assert [r.decision for r in result.results] == decisions
+    assert _state(hub, "batched") == _state(hub, "one-by-one")
+    assert calls["judge"] >= 3  # the soft band was met
+    assert (calls["create_many"], calls["nearest"]) == (1, 0)

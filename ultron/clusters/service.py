@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from functools import cache
 from typing import Any
-from uuid import UUID
+from uuid import UUID, uuid4
 
 import numpy as np
 from psycopg import RawCursor
@@ -375,3 +375,349 @@ class ClusterService:
             .limit(limit)
         )
         return list(session.scalars(stmt))
+
+    def assign_many(self, session: Session, tenant_id: UUID, items: Sequence[tuple[UUID, Any]]) -> list[UUID]:
+        """`assign` for a batch's new memories (memory id, vector), in order, with the end state of that many
+        `assign` calls one after the other, in a few statements for them all: one probe of the HNSW index
+        for every vector (`assign_clusters_probe`), the clusters it may touch read under their row locks
+        (`assign_clusters_state`), the sequence of joins and new clusters replayed in numpy (a vector may
+        join a cluster an earlier one started or moved: the running means in float32 as pgvector computes
+        them; a decision too close to call in float64 is asked of the server), then the new clusters, the
+        changed ones and the member rows written by one statement each. The probe's candidates are those a
+        single probe would walk to as long as the batch's own refreshed centroids cannot change them; a
+        vector whose candidates could differ goes through `assign` (the replay so far written first, the
+        cluster it chose read back into the replay). Returns the clusters, in order."""
+        session.flush()  # the memory rows (the member rows reference them)
+        return _assign_many(self, session, tenant_id, items) if items else []
+
+
+# --- a batch's assignment (MemoryService._create_many) ------------------------------------------------
+
+# HNSW candidates per vector in a batch's probe beyond the single probe's PROBE_CANDIDATES: a centroid the
+# batch itself refreshed can rank differently for a later vector, and the replay re-ranks among these.
+PROBE_EXTRA = 12
+# numpy decides in float64 what the statement decides in pgvector's float32 arithmetic: a decision within
+# this of its threshold, of a tie or of the drift bound is asked of the server (`assign_clusters_exact`).
+DECIDE_MARGIN = 1e-5
+
+
+@cache
+def _batch_probe_statement() -> TextClause:
+    """assign_clusters_probe with its LIMIT written in (as `_assign_statement`)."""
+    return text(q("assign_clusters_probe").text.replace(":limit", str(PROBE_CANDIDATES + PROBE_EXTRA)))
+
+
+class _Replayed:
+    """A cluster as a batch's assignment replays it: the exact float32 mean and the count as
+    assign_cluster's running mean leaves them, the indexed centroid (None: unindexed)."""
+
+    __slots__ = ("id", "mean", "n", "centroid", "new", "raw", "refresh", "joined", "moved")
+
+    def __init__(self, cluster_id: UUID, mean: np.ndarray, n: int, centroid: np.ndarray | None, new: bool):
+        self.id = cluster_id
+        self.mean = mean
+        self.n = n
+        self.centroid = centroid
+        self.new = new
+        self.raw = centroid if new else None  # a new cluster indexed at once: its centroid is the vector
+        self.refresh: np.ndarray | None = None  # the mean at the batch's last refresh of the centroid
+        self.joined = False
+        self.moved = new and centroid is not None  # its indexed centroid differs from the probe's view
+
+
+def _f32(vector: Any) -> np.ndarray:
+    if hasattr(vector, "to_numpy"):  # pgvector's Vector, as raw SQL returns it
+        vector = vector.to_numpy()
+    return np.asarray(vector, dtype=np.float32)
+
+
+def _l2_normalize(mean: np.ndarray) -> np.ndarray:
+    """pgvector's l2_normalize: the norm summed in double in order, each component divided in double."""
+    m = mean.astype(np.float64)
+    norm = float(np.sqrt(np.cumsum(m * m)[-1]))
+    return (m / norm).astype(np.float32) if norm > 0 else mean
+
+
+def _cosine_distance(centroids: np.ndarray, v: np.ndarray) -> np.ndarray:
+    c = centroids.astype(np.float64)
+    norms = np.linalg.norm(c, axis=1) * float(np.linalg.norm(v))
+    return 1.0 - (c @ v) / np.where(norms > 0, norms, 1.0)
+
+
+def _best_possible(distance: float) -> float:
+    """The highest join score a cluster whose indexed centroid lies at cosine `distance` or farther can
+    have: its mean's direction is within the drift bound of the centroid, and the mean is no longer than 1."""
+    angle = float(np.arccos(np.clip(1.0 - distance, -1.0, 1.0)))
+    return float(np.cos(max(0.0, angle - float(np.arccos(CENTROID_DRIFT_COSINE)))))
+
+
+class _Uncertain(Exception):
+    """The HNSW candidates of a vector could differ from what the single probe would walk to."""
+
+
+def _assign_many(
+    service: ClusterService, session: Session, tenant_id: UUID, items: Sequence[tuple[UUID, Any]]
+) -> list[UUID]:
+    """`ClusterService.assign_many`: the probe, the locked state, the replay, the writes."""
+    vs = [unit(vector).astype(np.float32) for _, vector in items]
+    limit = PROBE_CANDIDATES + PROBE_EXTRA
+    probes: list[list[tuple[UUID, float]]] = [[] for _ in vs]
+    for row in session.execute(_batch_probe_statement(), {"tenant_id": tenant_id, "vs": vs}):
+        probes[row.ord - 1].append((row.id, float(row.distance)))
+    wanted = sorted({cid for probe in probes for cid, _ in probe})
+    state: dict[UUID, _Replayed] = {}
+    for row in session.execute(q("assign_clusters_state"), {"tenant_id": tenant_id, "ids": wanted}):
+        centroid = None if row.centroid is None else _f32(row.centroid)
+        state[row.id] = _Replayed(row.id, _f32(row.mean), int(row.member_count), centroid, False)
+    unindexed = _Unindexed([c for c in state.values() if c.centroid is None], len(vs[0]))
+    moved: list[_Replayed] = []  # indexed clusters whose centroid the batch changed (refreshed, or new)
+    floor = service.settings.cluster_threshold - SIM_TOLERANCE
+    members: list[tuple[UUID, UUID, np.ndarray]] = []
+    out: list[UUID] = []
+    for probe, (memory_id, vector), v in zip(probes, items, vs, strict=True):
+        v64 = v.astype(np.float64)
+        try:
+            near = _indexed_candidates(probe, state, moved, v64, limit, floor)
+        except _Uncertain:  # the replay so far written, this one by the statement, its cluster read back
+            _write_assignments(session, tenant_id, state, members)
+            members = []
+            cluster_id = service.assign(session, tenant_id, memory_id, vector)
+            _read_back(session, tenant_id, cluster_id, state, unindexed, moved)
+            out.append(cluster_id)
+            continue
+        best = _best(session, near, unindexed, v, v64, floor)
+        if best is None:
+            # assign_cluster's `created`, indexed at once past UNINDEXED_MAX unindexed clusters.
+            indexed = len(unindexed.clusters) >= UNINDEXED_MAX
+            best = _Replayed(uuid4(), v, 1, v if indexed else None, True)
+            state[best.id] = best
+            if indexed:
+                moved.append(best)
+            else:
+                unindexed.add(best)
+        else:
+            _join(session, best, v, moved)
+            if best.centroid is None:
+                unindexed.update(best)
+        members.append((memory_id, best.id, v))
+        out.append(best.id)
+    _write_assignments(session, tenant_id, state, members)
+    return out
+
+
+def _read_back(
+    session: Session,
+    tenant_id: UUID,
+    cluster_id: UUID,
+    state: dict[UUID, _Replayed],
+    unindexed: _Unindexed,
+    moved: list[_Replayed],
+) -> None:
+    """The cluster `assign` just chose, as it now stands, into the replay: a new one as an unindexed
+    cluster or (indexed at once) a moved one; a known one with its new mean, moved if its centroid was
+    rewritten (the probe saw the old one)."""
+    row = session.execute(
+        select(KnowledgeCluster.mean, KnowledgeCluster.member_count, KnowledgeCluster.centroid).where(
+            KnowledgeCluster.id == cluster_id, KnowledgeCluster.tenant_id == tenant_id
+        )
+    ).one()
+    centroid = None if row.centroid is None else _f32(row.centroid)
+    c = state.get(cluster_id)
+    if c is None:
+        c = state[cluster_id] = _Replayed(cluster_id, _f32(row.mean), int(row.member_count), centroid, False)
+        if centroid is None:
+            unindexed.add(c)
+        else:  # indexed at once, or an indexed cluster no probe of the batch had found
+            c.moved = True
+            moved.append(c)
+        return
+    changed = centroid is not None and (c.centroid is None or not np.array_equal(centroid, c.centroid))
+    c.mean, c.n, c.centroid = _f32(row.mean), int(row.member_count), centroid
+    if centroid is None:
+        unindexed.update(c)
+    elif changed and not c.moved:
+        c.moved = True
+        moved.append(c)
+
+
+def _indexed_candidates(
+    probe: list[tuple[UUID, float]],
+    state: dict[UUID, _Replayed],
+    moved: list[_Replayed],
+    v64: np.ndarray,
+    limit: int,
+    floor: float,
+) -> list[_Replayed]:
+    """assign_cluster's `indexed` for `v` after the batch's earlier joins: the PROBE_CANDIDATES nearest
+    indexed centroids, from the probe's walk and the centroids the batch moved (re-ranked on exact
+    distances). _Uncertain when a cluster outside both could be among them, or the last place is a tie."""
+    first = probe[:PROBE_CANDIDATES]
+    if all(cid in state and not state[cid].moved for cid, _ in first):
+        if not moved:
+            return [state[cid] for cid, _ in first]  # the index as the walk saw it: its own first rows
+        distances = _cosine_distance(np.stack([c.centroid for c in moved]), v64)  # type: ignore[misc]
+        fourth = first[-1][1] if len(first) == PROBE_CANDIDATES else 2.0
+        if float(distances.min()) > fourth + DECIDE_MARGIN:
+            return [state[cid] for cid, _ in first]  # no moved centroid comes near enough to rank
+    else:
+        distances = None
+    if moved and distances is None:
+        distances = _cosine_distance(np.stack([c.centroid for c in moved]), v64)  # type: ignore[misc]
+    pool = [(d, cid) for cid, d in probe if cid in state and not state[cid].moved]
+    if moved:
+        assert distances is not None
+        pool += [(float(d), c.id) for d, c in zip(distances, moved, strict=True)]
+    pool.sort()
+    if len(pool) <= PROBE_CANDIDATES and len(probe) < limit:
+        return [state[cid] for _, cid in pool]  # every indexed cluster is a candidate
+    # Which clusters are candidates is unsure near the last place (a tie within float rounding), and past
+    # the walk's last row when it returned `limit` rows (an unchanged cluster it did not return could rank
+    # above one the batch moved away). That matters only for a cluster that could be joined.
+    edge = pool[PROBE_CANDIDATES - 1][0] if len(pool) >= PROBE_CANDIDATES else 2.0
+    tied = len(pool) > PROBE_CANDIDATES and pool[PROBE_CANDIDATES][0] - edge < DECIDE_MARGIN
+    unsure = [cid for d, cid in pool if abs(d - edge) < DECIDE_MARGIN] if tied else []
+    if len(probe) == limit:
+        last = probe[-1][1]  # an unchanged cluster outside the walk lies at least this far
+        if edge > last - DECIDE_MARGIN:
+            if _best_possible(last) >= floor - DECIDE_MARGIN:
+                raise _Uncertain
+            unsure += [cid for d, cid in pool[:PROBE_CANDIDATES] if d > last - DECIDE_MARGIN]
+    if any(float(state[cid].mean.astype(np.float64) @ v64) >= floor - DECIDE_MARGIN for cid in unsure):
+        raise _Uncertain
+    return [state[cid] for _, cid in pool[:PROBE_CANDIDATES]]
+
+
+class _Unindexed:
+    """The unindexed clusters a batch's replay knows (assign_cluster's exact pass), their means as the
+    rows of one float64 matrix kept in step with the joins."""
+
+    def __init__(self, clusters: list[_Replayed], dim: int):
+        self.clusters = clusters
+        self.place = {c.id: i for i, c in enumerate(clusters)}
+        self.means = np.empty((max(16, 2 * len(clusters)), dim), dtype=np.float64)
+        for i, c in enumerate(clusters):
+            self.means[i] = c.mean
+
+    def add(self, c: _Replayed) -> None:
+        n = len(self.clusters)
+        if n == len(self.means):
+            self.means = np.concatenate([self.means, np.empty_like(self.means)])
+        self.means[n] = c.mean
+        self.place[c.id] = n
+        self.clusters.append(c)
+
+    def update(self, c: _Replayed) -> None:
+        self.means[self.place[c.id]] = c.mean
+
+
+def _best(
+    session: Session,
+    near: list[_Replayed],
+    unindexed: _Unindexed,
+    v: np.ndarray,
+    v64: np.ndarray,
+    floor: float,
+) -> _Replayed | None:
+    """assign_cluster's `best`: of the indexed candidates `near` and the unindexed clusters, the one with
+    the highest join score (v . mean) at or above the floor, ties by id; the server's own scores when
+    numpy's are too close to call."""
+    candidates = near + unindexed.clusters
+    if not candidates:
+        return None
+    scores = unindexed.means[: len(unindexed.clusters)] @ v64
+    if near:
+        scores = np.concatenate([np.stack([c.mean for c in near]).astype(np.float64) @ v64, scores])
+    first = int(np.argmax(scores))
+    top = float(scores[first])
+    runner = float(np.partition(scores, -2)[-2]) if len(scores) > 1 else -np.inf
+    close = abs(top - floor) < DECIDE_MARGIN or (top - runner < DECIDE_MARGIN and top >= floor)
+    if not close:
+        return candidates[first] if top >= floor else None
+    candidates = [c for c, score in zip(candidates, scores, strict=True) if score > top - DECIDE_MARGIN]
+    params = {"means": [c.mean for c in candidates], "vs": [v] * len(candidates)}
+    rows = session.execute(q("assign_clusters_exact_scores"), params).all()
+    exact = [(float(r.score), candidates[r.ord - 1].id, candidates[r.ord - 1]) for r in rows]
+    fit = sorted((s, cid, c) for s, cid, c in exact if -s >= floor)
+    return fit[0][2] if fit else None
+
+
+def _join(session: Session, c: _Replayed, v: np.ndarray, moved: list[_Replayed]) -> None:
+    """assign_cluster's `moved` in float32 as pgvector computes it, and the drift test of the centroid."""
+    n = c.n
+    mean = c.mean * np.float32(n / (n + 1)) + v * np.float32(1 / (n + 1))
+    if c.centroid is not None:
+        cos = 1.0 - float(_cosine_distance(c.centroid[None, :], mean.astype(np.float64))[0])
+        if abs(cos - CENTROID_DRIFT_COSINE) < DECIDE_MARGIN:
+            params = {"centroid": c.centroid, "mean": mean, "drift": CENTROID_DRIFT_COSINE}
+            drifted = bool(session.execute(q("assign_clusters_exact_drift"), params).scalar_one())
+        else:
+            drifted = cos < CENTROID_DRIFT_COSINE
+        if drifted:
+            c.centroid = _l2_normalize(mean)
+            c.refresh = mean
+            if not c.moved:
+                c.moved = True
+                moved.append(c)
+    c.mean, c.n, c.joined = mean, n + 1, True
+
+
+def _write_assignments(
+    session: Session,
+    tenant_id: UUID,
+    state: dict[UUID, _Replayed],
+    members: list[tuple[UUID, UUID, np.ndarray]],
+) -> None:
+    """The replay's end state in one statement per kind of change: new clusters, kept and refreshed joins
+    into existing ones, the member rows."""
+    if not members:
+        return
+    new = [c for c in state.values() if c.new]
+    kept = [c for c in state.values() if not c.new and c.joined and c.refresh is None]
+    refreshed = [c for c in state.values() if not c.new and c.joined and c.refresh is not None]
+    if new:
+        session.execute(
+            q("assign_clusters_create"),
+            {
+                "tenant_id": tenant_id,
+                "ids": [c.id for c in new],
+                "raws": [c.raw for c in new],
+                "refreshes": [c.refresh for c in new],
+                "means": [c.mean for c in new],
+                "counts": [c.n for c in new],
+            },
+        )
+    if kept:
+        session.execute(
+            q("assign_clusters_keep"),
+            {
+                "tenant_id": tenant_id,
+                "ids": [c.id for c in kept],
+                "means": [c.mean for c in kept],
+                "counts": [c.n for c in kept],
+            },
+        )
+    if refreshed:
+        session.execute(
+            q("assign_clusters_refresh"),
+            {
+                "tenant_id": tenant_id,
+                "ids": [c.id for c in refreshed],
+                "means": [c.mean for c in refreshed],
+                "refreshes": [c.refresh for c in refreshed],
+                "counts": [c.n for c in refreshed],
+            },
+        )
+    session.execute(
+        q("assign_clusters_members"),
+        {
+            "tenant_id": tenant_id,
+            "memory_ids": [m for m, _, _ in members],
+            "cluster_ids": [c for _, c, _ in members],
+            "vs": [v for _, _, v in members],
+        },
+    )
+    for c in state.values():
+        if c.joined or c.new:
+            _forget(session, c.id, tenant_id)
+        c.new = c.joined = False  # written: a later write of the same batch updates what is stored
+        c.raw = c.refresh = None

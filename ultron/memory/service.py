@@ -100,6 +100,9 @@ class ClusterHooks(Protocol):
     """Knowledge clusters (ultron/clusters/): a new memory joins one, a merged-away one leaves it."""
 
     def assign(self, session: Session, tenant_id: UUID, memory_id: UUID, vector: Any) -> UUID: ...
+    def assign_many(
+        self, session: Session, tenant_id: UUID, items: Sequence[tuple[UUID, Any]]
+    ) -> list[UUID]: ...
     def leave(self, session: Session, tenant_id: UUID, memory_id: UUID) -> UUID | None: ...
 
 
@@ -136,15 +139,19 @@ class _Prepared:
 
 
 class _NewMemories:
-    """A batch's new memories of one dedup key so far: their content hashes and unit vectors, which a
-    later item of the batch is compared with by exact cosine (the matrix grows in place)."""
+    """A batch's new memories of one dedup key so far: their ids, texts, content hashes and unit vectors,
+    which a later item of the batch is compared with by exact cosine (the matrix grows in place)."""
 
     def __init__(self) -> None:
         self.hashes: set[str] = set()
         self.vectors: np.ndarray | None = None
         self.n = 0
+        self.ids: list[UUID] = []
+        self.fields: list[dict[str, str]] = []
 
-    def add(self, p: _Prepared) -> None:
+    def add(self, memory_id: UUID, p: _Prepared) -> None:
+        self.ids.append(memory_id)
+        self.fields.append(p.fields)
         v = _unit(p.embedding)
         if self.vectors is None or self.n == len(self.vectors):
             grown = np.empty((max(16, 2 * self.n), v.shape[0]), dtype=np.float32)
@@ -159,6 +166,15 @@ class _NewMemories:
         """The highest cosine between `embedding` and these memories."""
         assert self.vectors is not None  # one memory at least: made by add()
         return float((self.vectors[: self.n] @ _unit(embedding)).max())
+
+    def nearest(self, embedding: Any) -> tuple[int, float, float]:
+        """The closest of these memories to `embedding`: its place, its cosine, and the next one's
+        cosine (-1 when there is none)."""
+        assert self.vectors is not None  # one memory at least: made by add()
+        cos = self.vectors[: self.n] @ _unit(embedding)
+        best = int(np.argmax(cos))
+        second = float(np.partition(cos, -2)[-2]) if self.n > 1 else -1.0
+        return best, float(cos[best]), second
 
 
 def _unit(vector: Any) -> np.ndarray:
@@ -552,10 +568,12 @@ class MemoryService:
         before the locks, as a single upload's do. Under the locks every item's single dedup probe is sent
         at once (`_batch_probe`); those probes see the stored memories only, so the batch's own new
         memories are compared by exact cosine (same key). An item that merges into a stored memory merges
-        at once; new items are inserted together (`_create_many`). An item whose nearest could be a new
-        memory of the batch, or whose key had a memory's text rewritten by a merge earlier in the batch
-        (its probe is stale), is probed again as a single upload is, after the pending new memories of its
-        key are inserted."""
+        at once; new items are inserted together (`_create_many`). An item whose nearest is a new memory of
+        the batch is decided against it in memory (`_new_verdict`: the automatic merge's test, the judge in
+        the soft band), and stays new without a write when that is clear; when it merges, when the cosine
+        is too close to a threshold or to another memory's to call, or when its key had a memory's text
+        rewritten by a merge earlier in the batch (its probe is stale), it is probed again as a single
+        upload is, after the pending new memories of its key are inserted."""
         items = [
             (i, r, p) for i, (r, p) in enumerate(zip(reqs, prepared, strict=True)) if isinstance(p, _Prepared)
         ]
@@ -566,22 +584,26 @@ class MemoryService:
             )
         probes, loaded = self._batch_probe(session, actor, [p for _, _, p in items])
         results: list[UploadResult | UltronError] = list(prepared)
-        pending: list[tuple[int, Any, _Prepared]] = []
+        pending: list[tuple[int, Any, _Prepared, UUID]] = []
         new: dict[int, _NewMemories] = {}  # the batch's new memories so far, by dedup key
         stale: set[int] = set()  # keys with a memory whose text a merge of this batch rewrote
         for (i, req, p), probe in zip(items, probes, strict=True):
             key = self._dedup_key(actor, p)
             stored, near_new = self._batch_nearest(p, probe, new.get(key))
-            if near_new or key in stale:  # probe again, as a single upload would, with the database caught up
-                if any(self._dedup_key(actor, q) == key for _, _, q in pending):
-                    self._create_many(session, actor, pending, results)
-                    pending = []
-                nearest = self._nearest(session, actor, p)
-                stored = nearest[0] if nearest else None
-            merged = self._merge_into(session, actor, p, judged[i], *stored) if stored else None
+            if near_new and key not in stale and self._new_verdict(p, new[key], stored, judged[i]) is False:
+                merged = None  # its nearest is a new memory of the batch, and it is no duplicate of it
+            else:
+                if near_new or key in stale:  # probe again, as a single upload would, the database caught up
+                    if any(self._dedup_key(actor, q) == key for _, _, q, _ in pending):
+                        self._create_many(session, actor, pending, results)
+                        pending = []
+                    nearest = self._nearest(session, actor, p)
+                    stored = nearest[0] if nearest else None
+                merged = self._merge_into(session, actor, p, judged[i], *stored) if stored else None
             if merged is None:
-                pending.append((i, req, p))
-                new.setdefault(key, _NewMemories()).add(p)
+                memory_id = uuid4()
+                pending.append((i, req, p, memory_id))
+                new.setdefault(key, _NewMemories()).add(memory_id, p)
                 continue
             results[i] = self._finish(session, actor, req, merged)
             if merged.merged_text:
@@ -640,19 +662,46 @@ class MemoryService:
                 return None, True
         return best, False
 
+    def _new_verdict(
+        self, p: _Prepared, new: _NewMemories, stored: tuple[UUID, float] | None, judged: dict[UUID, bool]
+    ) -> bool | None:
+        """For an item whose nearest could be a new memory of the batch (`_batch_nearest`), what the single
+        upload's decision would be, found without writing the batch's pending memories: False when the
+        new memory it is closest to is clearly first and clearly no duplicate (below HARD or disagreeing
+        tokens, and in the soft band the judge says different), None when it must take the exact path (a
+        merge, a repeated content hash, a cosine within SIM_MARGIN of a threshold or of the next memory's).
+        The judge's verdict on a merge is kept in `judged` for that path."""
+        if p.content_hash in new.hashes:
+            return None
+        place, sim, second = new.nearest(p.embedding)
+        if second > sim - SIM_MARGIN or (stored is not None and stored[1] > sim - SIM_MARGIN):
+            return None
+        if min(abs(sim - self.hard_threshold), abs(sim - self.soft_threshold)) < SIM_MARGIN:
+            return None
+        fields = new.fields[place]
+        if sim >= self.hard_threshold and agree(fields, p.fields):
+            return None  # merged automatically
+        if sim >= self.soft_threshold:
+            same = bool(self.intelligence.judge_same(fields, p.fields))
+            if same:
+                judged[new.ids[place]] = True
+                return None
+        return False
+
     def _create_many(
         self,
         session: Session,
         actor: Actor,
-        pending: list[tuple[int, Any, _Prepared]],
+        pending: list[tuple[int, Any, _Prepared, UUID]],
         results: list[UploadResult | UltronError],
     ) -> None:
         """`_create` for many new memories: their rows inserted by one statement that returns what their
-        records need, their contributions and activity by one each; cluster assignment per memory, in
-        order, as single uploads run it; the companion's hook once for them all (`after_create_many`)."""
+        records need, their contributions and activity by one each; the shared ones' clusters by
+        `assign_many` (the end state of `assign` per memory, in order, in a few statements); the
+        companion's hook once for them all (`after_create_many`)."""
         if not pending:
             return
-        created = [(uuid4(), req, p) for _, req, p in pending]
+        created = [(memory_id, req, p) for _, req, p, memory_id in pending]
         rows = session.execute(
             insert(_table(Memory))
             .values(search_tsv=document.tsvector_of("search_doc"))
@@ -660,20 +709,22 @@ class MemoryService:
             [_new_memory_params(memory_id, actor, p) for memory_id, _, p in created],
         ).all()
         by_id = {row.id: row for row in rows}
+        # RETURNING makes SQLAlchemy send the rows as one multi-row INSERT (insertmanyvalues), not one
+        # execution per row (psycopg's executemany: 500 statements for the server to run).
         session.execute(
-            insert(_table(MemoryContribution)),
+            insert(_table(MemoryContribution)).returning(_table(MemoryContribution).c.id),
             [_contribution_row(actor, memory_id, p, "created", None) for memory_id, _, p in created],
         )
         session.execute(
-            insert(_table(ActivityEvent)),
+            insert(_table(ActivityEvent)).returning(_table(ActivityEvent).c.id),
             [
                 _activity_row(actor, "upload", memory_id, {"memory_type": p.memory_type})
                 for memory_id, _, p in created
             ],
         )
-        for memory_id, _, p in created:
-            if self.clusters is not None and p.scope == "shared":
-                self.clusters.assign(session, actor.tenant_id, memory_id, p.embedding)
+        shared = [(memory_id, p.embedding) for memory_id, _, p in created if p.scope == "shared"]
+        if self.clusters is not None and shared:  # in order, as single uploads run `assign`
+            self.clusters.assign_many(session, actor.tenant_id, shared)
         done = [
             (req, UploadResult(record=to_record(by_id[memory_id], actor.agent_name, 1), decision="created"))
             for memory_id, req, _ in created
@@ -683,7 +734,7 @@ class MemoryService:
             if self.companion is None
             else self.companion.after_create_many(session, actor, done)
         )
-        for (i, _, _), result in zip(pending, out, strict=True):
+        for (i, _, _, _), result in zip(pending, out, strict=True):
             record_upload(result.decision)
             results[i] = result
         if self.term_stats is not None:
