@@ -29,7 +29,7 @@ from uuid import UUID, uuid4
 
 import numpy as np
 from psycopg import RawCursor
-from sqlalchemy import select
+from sqlalchemy import TextClause, select, text
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.util import identity_key
 
@@ -403,7 +403,7 @@ DECIDE_MARGIN = 1e-5
 
 @cache
 def _batch_probe_statement() -> TextClause:
-    """assign_clusters_probe with its LIMIT written in (as `_assign_statement`)."""
+    """assign_clusters_probe with its LIMIT written in (the generic plan, as in `raw_statement`)."""
     return text(q("assign_clusters_probe").text.replace(":limit", str(PROBE_CANDIDATES + PROBE_EXTRA)))
 
 
