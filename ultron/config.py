@@ -166,7 +166,12 @@ class Settings(BaseSettings):
     search_candidates: int = Field(
         50, ge=5, le=1000, description="Candidates per leg (vector, full text) before fusion"
     )
-    hnsw_ef_search: int = Field(100, ge=10, le=1000, description="HNSW candidate list size per search")
+    hnsw_ef_search: int = Field(
+        100, ge=10, le=1000, description="HNSW candidate list size of the dedup and cluster probes"
+    )
+    search_ef_search: int = Field(
+        50, ge=10, le=1000, description="HNSW candidate list size of search's dense leg"
+    )
     time_decay_weight: float = Field(
         0.1, ge=0, le=1, description="w in score = relevance x boost x (1 - w + w x hotness)"
     )

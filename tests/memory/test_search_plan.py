@@ -48,6 +48,9 @@ def test_search_runs_on_a_generic_plan_and_leaves_the_setting_as_it_was(hub):
             assert found[0].record.id == target.id
             # RESET came with the search: what runs next in the transaction plans as usual
             assert s.execute(text("SHOW plan_cache_mode")).scalar_one() == "auto"
+            # and the dense leg's own HNSW candidate list was the search's: the dedup and cluster probes
+            # that come next in the transaction walk with the connection's hnsw_ef_search
+            assert int(s.execute(text("SHOW hnsw.ef_search")).scalar_one()) == hub.settings.hnsw_ef_search
         plans = s.execute(
             text(
                 "SELECT generic_plans, custom_plans FROM pg_prepared_statements "

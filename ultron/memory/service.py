@@ -184,8 +184,14 @@ def _unit(vector: Any) -> np.ndarray:
 
 
 _DEDUP_LOCK = "SELECT pg_advisory_xact_lock(%s, %s)"
-_GENERIC_PLAN = "SET LOCAL plan_cache_mode = force_generic_plan"
+# The search's own settings, set for its statement and reset after it (one pipeline, one round trip):
+# its generic plan, and the dense leg's HNSW candidate list (`search_ef_search`, written in as a literal).
+_SEARCH_SETTINGS = (
+    "SELECT set_config('plan_cache_mode', 'force_generic_plan', true),"
+    " set_config('hnsw.ef_search', '{ef}', true)"
+)
 _DEFAULT_PLAN = "RESET plan_cache_mode"
+_DEFAULT_EF_SEARCH = "RESET hnsw.ef_search"
 
 
 @cache
@@ -210,22 +216,27 @@ def _raw_sql(statement: TextClause, dialect: Any) -> tuple[str, tuple[str, ...]]
     return sql, tuple(names)
 
 
-def _fetch_on_generic_plan(session: Session, statement: TextClause, params: dict[str, Any]) -> list[Any]:
-    """Run the search statement on its generic plan, in one round trip.
+def _fetch_on_generic_plan(
+    session: Session, statement: TextClause, params: dict[str, Any], ef_search: int
+) -> list[Any]:
+    """Run the search statement on its generic plan and with its own `hnsw.ef_search`, in one round trip.
 
     psycopg prepares a statement from its 5th use on a connection; Postgres, left to choose, keeps
     planning the search anew (a generic plan cannot see how rare the query's words are, so its estimate
     loses), which cost 1.5-2.5 ms a call, and the generic plan of this statement runs faster still. So the
-    generic plan is asked for around this statement only, and the three (SET LOCAL, the search, RESET) go
-    to the server together in one psycopg pipeline (with the transaction's BEGIN when it is the first)."""
+    generic plan is asked for around this statement only, and the settings, the search and the RESETs go
+    to the server together in one psycopg pipeline (with the transaction's BEGIN when it is the first).
+    `ef_search` is the dense leg's HNSW candidate list; the connection's own (`hnsw_ef_search`, which the
+    dedup and cluster probes use) is back in force after it."""
     raw = session.connection().connection.driver_connection
     assert raw is not None  # a checked-out connection always has one; SQLAlchemy types it Optional
     sql, names = _raw_sql(statement, session.get_bind().dialect)
     with raw.pipeline():
-        raw.execute(_GENERIC_PLAN)
+        raw.execute(_SEARCH_SETTINGS.format(ef=int(ef_search)))
         cursor = RawCursor(raw, row_factory=namedtuple_row)
         cursor.execute(sql, [params[name] for name in names])
         raw.execute(_DEFAULT_PLAN)
+        raw.execute(_DEFAULT_EF_SEARCH)
     return cursor.fetchall()
 
 
@@ -1117,9 +1128,8 @@ class MemoryService:
         vector = np.asarray(self.embedder.embed([query], kind="query")[0], dtype=np.float32)
         st = self.settings if self.runtime is None else self.runtime.for_tenant(session, actor.tenant_id)
         statement = _search_sql(tier is not None, max(st.search_candidates, limit), st.fulltext_pool)
-        rows = _fetch_on_generic_plan(
-            session, statement, self._search_params(actor, query, vector, tier, limit, st)
-        )
+        params = self._search_params(actor, query, vector, tier, limit, st)
+        rows = _fetch_on_generic_plan(session, statement, params, st.search_ef_search)
         floor = self.settings.relevance_floor_for_model if min_relevance is None else min_relevance
         results = [self._search_result(row, detail_level, explain, floor, st) for row in rows]
         if explain:
