@@ -279,8 +279,17 @@ class Probe:
         start = time.perf_counter()
         vector = np.asarray(self.hub.embedder.embed([query], kind="query")[0], dtype=np.float32)
         with self.hub.db.session() as s:
-            params = {"tenant_id": self.actor.tenant_id, "embedding": vector, "k": SEARCH_LIMIT}
-            s.execute(q("raw_knn"), params).all()
+            # The HNSW candidate list the search's dense leg walks with (`search_ef_search`), set in the
+            # same round trip as the search sets it: the baseline walks as far as the search does.
+            raw = s.connection().connection.driver_connection
+            assert raw is not None  # a checked-out connection always has one; SQLAlchemy types it Optional
+            ef = int(self.hub.settings.search_ef_search)
+            with raw.pipeline():
+                raw.execute(f"SELECT set_config('hnsw.ef_search', '{ef}', true)")
+                sql = str(q("raw_knn").compile(dialect=s.get_bind().dialect))
+                params = {"tenant_id": self.actor.tenant_id, "embedding": vector, "k": SEARCH_LIMIT}
+                cursor = raw.execute(sql, params)
+            cursor.fetchall()
         self.knn_ms.append((time.perf_counter() - start) * 1000.0)
 
     def row(self) -> Row:
