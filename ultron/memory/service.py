@@ -20,6 +20,7 @@ from uuid import UUID, uuid4
 import numpy as np
 from psycopg import RawCursor
 from psycopg.rows import namedtuple_row
+from psycopg.types.json import Jsonb
 from sqlalchemy import (
     BigInteger,
     Table,
@@ -824,9 +825,17 @@ class MemoryService:
     def _create(self, session: Session, actor: Actor, p: _Prepared) -> UploadResult:
         """A new memory with its "created" contribution and its activity row, in one statement (sql/
         memory.sql, create_memory); the record is built from the row its INSERT returns (its one
-        contribution is this one, its agent the uploader) rather than read back."""
+        contribution is this one, its agent the uploader) rather than read back. Sent on the driver's
+        connection, in the session's transaction, as the dedup probe is: SQLAlchemy's statement execution
+        and row building cost ~0.5 ms of CPU more per upload."""
         memory_id = uuid4()
-        row = session.execute(_create_memory(), _new_memory_params(memory_id, actor, p)).one()
+        raw = session.connection().connection.driver_connection
+        assert raw is not None  # a checked-out connection always has one; SQLAlchemy types it Optional
+        params = _new_memory_params(memory_id, actor, p)
+        params["redacted_entities"] = Jsonb(params["redacted_entities"])
+        cursor = raw.cursor(row_factory=namedtuple_row)
+        row = cursor.execute(_driver_sql(_create_memory(), session.get_bind().dialect), params).fetchone()
+        assert row is not None  # INSERT ... RETURNING of one row
         self._joined(session, actor.tenant_id, memory_id, p)
         return UploadResult(record=to_record(row, actor.agent_name, 1), decision="created")
 
