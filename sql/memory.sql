@@ -3,7 +3,9 @@
 -- by agents in that group.
 
 -- name: nearest_same_type
--- The nearest active memories of one type and scope: an exact content-hash match first, then HNSW.
+-- The nearest active memories of one type and scope: an exact content-hash match first, then HNSW. Each
+-- comes with its text (content, context, resolution), which the merge checks of the nearest read: a
+-- single upload's decision needs no second statement to load it (ultron/memory/service.py, _decide).
 WITH exact AS (
     SELECT m.id, 1.0::float8 AS similarity
     FROM memories m
@@ -23,11 +25,17 @@ WITH exact AS (
     ORDER BY m.embedding <=> CAST(:embedding AS vector)
     LIMIT :k
 )
-SELECT id, max(similarity) AS similarity
-FROM (SELECT * FROM exact UNION ALL SELECT * FROM ann) c
-GROUP BY id
-ORDER BY similarity DESC, id
-LIMIT :k
+, top AS (
+    SELECT id, max(similarity) AS similarity
+    FROM (SELECT * FROM exact UNION ALL SELECT * FROM ann) c
+    GROUP BY id
+    ORDER BY similarity DESC, id
+    LIMIT :k
+)
+SELECT t.id, t.similarity, m.content, m.context, m.resolution
+FROM top t
+JOIN memories m ON m.id = t.id AND m.tenant_id = :tenant_id
+ORDER BY t.similarity DESC, t.id
 
 -- name: create_memory
 -- A new memory with its "created" contribution and its upload activity row: three INSERTs, one statement,

@@ -159,6 +159,39 @@ def test_soft_band_asks_the_judge(make_hub):
     assert result.record.id == first.id
 
 
+def test_the_judge_reads_the_nearest_memorys_text_from_the_dedup_probe(make_hub):
+    """The probe under the lock returns its nearest memory's text: the judge sees exactly the stored
+    fields, and an upload the judge calls different loads no memory at all before its INSERT."""
+    from sqlalchemy import event
+
+    hub = make_hub()
+    upload(hub, PANDAS)
+    other = UploadRequest(
+        content="KeyError: 'pandas' raised by the config loader",
+        context="Docker container running a data analysis job",
+        resolution="add the pandas section to config.yaml",
+    )
+    band = make_hub(dedup_similarity_threshold=0.999, dedup_soft_threshold=0.0)
+    seen, statements = [], []
+    judge = band.memory.intelligence.judge_same
+    band.memory.intelligence.judge_same = lambda a, b: seen.append((dict(a), dict(b))) or judge(a, b)
+
+    def listen(conn, cursor, statement, *rest):  # type: ignore[no-untyped-def]
+        statements.append(statement)
+
+    event.listen(band.db.engine, "before_cursor_execute", listen)
+    try:
+        result = upload(band, other)
+    finally:
+        event.remove(band.db.engine, "before_cursor_execute", listen)
+    assert result.decision == "created"
+    stored = {"content": PANDAS.content, "context": PANDAS.context, "resolution": PANDAS.resolution}
+    assert seen == [
+        (stored, {"content": other.content, "context": other.context, "resolution": other.resolution})
+    ]
+    assert not [st for st in statements if st.lstrip().startswith("SELECT memories.")]
+
+
 def test_soft_band_judge_says_different(make_hub):
     hub = make_hub()
     upload(hub, PANDAS)

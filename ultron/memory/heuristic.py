@@ -8,6 +8,7 @@ contribution), and splits free text by its layout rather than its meaning.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -115,7 +116,14 @@ DEFAULT_TYPE = "pattern"
 
 def infer_type(content: str, context: str = "", resolution: str = "") -> str:
     """One of MEMORY_TYPES by keyword rules over all three fields; 'pattern' when nothing matches."""
-    text = "\n".join((content, context, resolution))
+    return _type_of("\n".join((content, context, resolution)))
+
+
+# An upload's text is typed when it is prepared and again when the judge asks whether either side is an
+# error report (`same_subject`), under the dedup lock: the second time is a lookup. A few texts only (a
+# field may hold tens of kB): enough for the uploads in flight.
+@functools.lru_cache(maxsize=64)
+def _type_of(text: str) -> str:
     for memory_type, pattern in _TYPE_RULES:
         if pattern.search(text):
             return memory_type
