@@ -265,3 +265,32 @@ def test_a_name_only_match_ranks_below_every_content_match(hub):
     # BM25 alone puts the name-only turn first; the lexical rank does not
     assert lone.text_rank > max(e.text_rank for e in content if e is not None)
     assert lone.text_rank_position > max(e.text_rank_position or 0 for e in content if e is not None)
+
+
+CHAT = [
+    "Sam: Hi Priya, how was your week?",
+    "Priya: Busy! We are moving to Lisbon in March, the flat is already signed.",
+    "Sam: Wow. Does Biscuit come too?",
+    "Priya: Of course, the dog comes with us.",
+    "Sam: I finally bought a new laptop for work.",
+    "Priya: Nice. Anyway, I have to go.",
+    "Priya: Night!",
+]
+
+
+def test_confident_results_come_before_the_low_ones(make_hub):
+    """A new user's chat on the default local model: "Priya moving" scored two turns that only name Priya
+    (low confidence) above the turn that answers (high); results go confident first, each group by score."""
+    hub = make_hub(embedding_provider="local", dedup_similarity_threshold=0.999, dedup_soft_threshold=0.999)
+    for i, turn in enumerate(CHAT):
+        add(hub, turn, thread="chat-1", position=i, scope="private")
+    refresh(hub)
+    for query in ("Priya moving", "Does the dog come to Lisbon?", "Where is Priya moving?"):
+        results = search(hub, query, limit=5)
+        flags = [r.confidence for r in results]
+        assert flags == sorted(flags, key=lambda f: f == "low"), (query, flags)
+        for group in ("high", "low"):
+            scores = [r.score for r in results if r.confidence == group]
+            assert scores == sorted(scores, reverse=True), (query, group, scores)
+    top = search(hub, "Priya moving", limit=5)[0]
+    assert top.confidence == "high" and "Lisbon" in (top.record.summary_l0 or ""), top

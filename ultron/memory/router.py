@@ -110,7 +110,8 @@ def upload_memories_batch(body: UploadBatchRequest, unit: UnitDep, memory: Memor
 
 @router.post("/search", response_model=SearchResponse)
 def search_memories(body: SearchRequest, unit: UnitDep, memory: MemoryDep) -> SearchResponse:
-    """Hybrid (vector + full-text) search; each returned memory counts one hit."""
+    """Hybrid (vector + full-text) search; each returned memory counts one hit. Results come confident
+    first, then those flagged `confidence: "low"`, each group by score."""
     results = unit.read(
         lambda s, a: memory.search(
             s,

@@ -1206,7 +1206,10 @@ class MemoryService:
                     row.id: (float(row.ripple), int(row.ripple_count)) for row in rows if row.ripple_count
                 },
             )
-        return results
+        # Confident results first, then the ones flagged low, each in score order: a name-only or dense-only
+        # match ("Priya: Night!") must not sit above the turn that answers ("... moving to Lisbon").
+        # Serendipity's old memories (not matches) stay after every real result.
+        return sorted(results, key=lambda r: (r.serendipity, r.confidence == "low"))
 
     def _search_params(
         self,
