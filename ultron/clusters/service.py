@@ -35,7 +35,7 @@ from sqlalchemy.orm.util import identity_key
 
 from ultron.config import Settings
 from ultron.db.models import ClusterMember, KnowledgeCluster, Memory
-from ultron.db.queries import q
+from ultron.db.queries import dollar_params, q
 from ultron.providers.hashing import STOPWORDS
 from ultron.providers.tokens import truncate_to_tokens
 
@@ -122,15 +122,7 @@ def raw_statement(name: str) -> tuple[str, tuple[str, ...]]:
     with its comments is 5 KB), and SQLAlchemy's execute path adds its own; a RawCursor with `$n` sends the
     text as is (measured at 10k clusters: 3.56 against 3.94 ms per statement, docs/skills.md, stop 17)."""
     body = "\n".join(line for line in q(name).text.splitlines() if not line.lstrip().startswith("--"))
-    names: list[str] = []
-
-    def number(match: re.Match[str]) -> str:
-        if match.group(1) not in names:
-            names.append(match.group(1))
-        return f"${names.index(match.group(1)) + 1}"
-
-    sql = _PARAM.sub(number, body.replace(":limit", str(PROBE_CANDIDATES)))
-    return sql, tuple(names)
+    return dollar_params(body.replace(":limit", str(PROBE_CANDIDATES)), _PARAM)
 
 
 def run_raw(session: Session, name: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:

@@ -43,3 +43,17 @@ def q(name: str) -> TextClause:
         return text(all_queries()[name])
     except KeyError:
         raise KeyError(f"no SQL query named {name!r} in sql/") from None
+
+
+def dollar_params(sql: str, placeholder: re.Pattern[str]) -> tuple[str, tuple[str, ...]]:
+    """`sql` with each named placeholder (group 1 of `placeholder` is the name) replaced by PostgreSQL's own
+    `$n`, and the names in `$n` order, for a psycopg RawCursor: it sends the text as is, where a `%(name)s`
+    query is converted on every call once it is over psycopg's 4 KB cache."""
+    names: list[str] = []
+
+    def number(match: re.Match[str]) -> str:
+        if match.group(1) not in names:
+            names.append(match.group(1))
+        return f"${names.index(match.group(1)) + 1}"
+
+    return placeholder.sub(number, sql), tuple(names)

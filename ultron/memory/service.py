@@ -38,7 +38,7 @@ from sqlalchemy.orm import Session
 
 from ultron.config import Settings
 from ultron.db.models import ActivityEvent, Agent, Memory, MemoryContribution
-from ultron.db.queries import q
+from ultron.db.queries import dollar_params, q
 from ultron.errors import Forbidden, NotFound, UltronError, ValidationFailed
 from ultron.memory import document, fulltext
 from ultron.memory.heuristic import agree, conflicts
@@ -200,21 +200,17 @@ def _driver_sql(statement: TextClause, dialect: Any) -> str:
     return str(statement.compile(dialect=dialect))
 
 
+_PYFORMAT = re.compile(r"%\((\w+)\)s")
+
+
 @cache
 def _raw_sql(statement: TextClause, dialect: Any) -> tuple[str, tuple[str, ...]]:
     """The statement with PostgreSQL's own `$n` placeholders, and the parameter names in their order.
 
     psycopg converts a `%(name)s` query on every call unless it is under 4 KB (its cache's limit); the
     search statement is 9 KB, and the conversion cost ~0.5 ms a search. A RawCursor sends `$n` as is."""
-    names: list[str] = []
-
-    def number(match: re.Match[str]) -> str:
-        if match.group(1) not in names:
-            names.append(match.group(1))
-        return f"${names.index(match.group(1)) + 1}"
-
-    sql = re.sub(r"%\((\w+)\)s", number, _driver_sql(statement, dialect)).replace("%%", "%")
-    return sql, tuple(names)
+    sql, names = dollar_params(_driver_sql(statement, dialect), _PYFORMAT)
+    return sql.replace("%%", "%"), names
 
 
 def _fetch_on_generic_plan(
