@@ -69,12 +69,12 @@ SELECT * FROM memory
 --   lexical leg: a bounded pool of full-text matches (the query's phrase, all its terms, its rarest terms),
 --     scored BM25-like: sum of matched terms' IDF (from term_stats) x length normalisation, plus the IDF of
 --     adjacent query word pairs found side by side (phrase credit);
---   fusion: reciprocal rank (RRF) or weighted, by :fusion; neighbour credit from the adjacent turn of the
---     same thread; a memory holding the query's words in order (the phrase) gets :phrase_boost on top;
+--   fusion: reciprocal rank (RRF) or weighted, by the fusion setting; neighbour credit from the adjacent turn of the
+--     same thread; a memory holding the query's words in order (the phrase) gets the phrase boost on top;
 --     a boost when occurred_at falls in the dates the query names;
 --   score = (fused + neighbour credit + phrase boost) x time boost x tier boost x (1 - w + w x hotness).
 -- Each candidate row is read once: its lexical units (terms, pairs, the phrase) are tested in that pass and
--- every scored column comes with it; only the top :limit rows are read again for their text.
+-- every scored column comes with it; only the top rows (the limit) are read again for their text.
 -- The service runs it as a prepared statement with the LIMITs written in and the lines marked `-- tier`
 -- dropped when no tier is asked for (ultron/memory/service.py, _search_sql), so one generic plan serves.
 -- Search hits are recorded afterwards, off the request path (ultron/memory/hits.py).
@@ -120,27 +120,40 @@ WITH vec AS MATERIALIZED (
                  row_number() OVER (ORDER BY u.df, u.q) AS n
           FROM units u WHERE u.kind = 'term') r
     WHERE r.n = 1 OR r.upto <= :fts_pool
-), pool AS MATERIALIZED (
-    (SELECT m.id FROM memories m
-     WHERE CAST(:phrase_q AS text) <> '' AND m.search_tsv @@ to_tsquery('simple', CAST(:phrase_q AS text))
-       AND m.tenant_id = :tenant_id AND m.status = 'active'
-       AND m.tier = CAST(:tier AS text) -- tier
-       AND (m.scope = 'shared'
-            OR (m.scope = 'private' AND m.agent_id = CAST(:agent_id AS uuid))
-            OR (m.scope = 'group' AND m.group_name = ANY(CAST(:groups AS text[]))))
-     LIMIT :fts_pool)
-    UNION
-    (SELECT m.id FROM memories m
-     WHERE CAST(:all_q AS text) <> '' AND m.search_tsv @@ to_tsquery('simple', CAST(:all_q AS text))
-       AND m.tenant_id = :tenant_id AND m.status = 'active'
-       AND m.tier = CAST(:tier AS text) -- tier
-       AND (m.scope = 'shared'
-            OR (m.scope = 'private' AND m.agent_id = CAST(:agent_id AS uuid))
-            OR (m.scope = 'group' AND m.group_name = ANY(CAST(:groups AS text[]))))
-     LIMIT :fts_pool)
-    UNION
-    (SELECT m.id FROM memories m, rare r
+), rare_hits AS MATERIALIZED (
+    -- The full-text pools, each at most :fts_pool rows. A pool that came back short is whole, and a whole
+    -- pool holds the next one's matches: every memory with all the terms has the rarest one (rare_hits),
+    -- and one with the phrase has all the terms when phrase_in_all. So the all-terms pool is read only when
+    -- rare_hits may have been cut, and the phrase pool only when the all-terms one may have been: the
+    -- candidates are the same as reading all three, at one GIN scan instead of three on most queries.
+    SELECT m.id FROM memories m, rare r
      WHERE r.q <> '' AND m.search_tsv @@ to_tsquery('simple', r.q)
+       AND m.tenant_id = :tenant_id AND m.status = 'active'
+       AND m.tier = CAST(:tier AS text) -- tier
+       AND (m.scope = 'shared'
+            OR (m.scope = 'private' AND m.agent_id = CAST(:agent_id AS uuid))
+            OR (m.scope = 'group' AND m.group_name = ANY(CAST(:groups AS text[]))))
+     LIMIT :fts_pool
+), all_hits AS MATERIALIZED (
+    SELECT m.id FROM memories m
+     WHERE CAST(:all_q AS text) <> '' AND (SELECT count(*) FROM rare_hits) >= :fts_pool
+       AND m.search_tsv @@ to_tsquery('simple', CAST(:all_q AS text))
+       AND m.tenant_id = :tenant_id AND m.status = 'active'
+       AND m.tier = CAST(:tier AS text) -- tier
+       AND (m.scope = 'shared'
+            OR (m.scope = 'private' AND m.agent_id = CAST(:agent_id AS uuid))
+            OR (m.scope = 'group' AND m.group_name = ANY(CAST(:groups AS text[]))))
+     LIMIT :fts_pool
+), pool AS MATERIALIZED (
+    SELECT id FROM rare_hits
+    UNION
+    SELECT id FROM all_hits
+    UNION
+    (SELECT m.id FROM memories m
+     WHERE CAST(:phrase_q AS text) <> ''
+       AND (NOT CAST(:phrase_in_all AS boolean)
+            OR ((SELECT count(*) FROM rare_hits) >= :fts_pool AND (SELECT count(*) FROM all_hits) >= :fts_pool))
+       AND m.search_tsv @@ to_tsquery('simple', CAST(:phrase_q AS text))
        AND m.tenant_id = :tenant_id AND m.status = 'active'
        AND m.tier = CAST(:tier AS text) -- tier
        AND (m.scope = 'shared'

@@ -183,7 +183,10 @@ class Settings(BaseSettings):
         0.5, ge=0, le=1, description="Weight of the lexical leg in fusion (the dense leg gets 1 - this)"
     )
     fulltext_pool: int = Field(
-        100, ge=20, le=100_000, description="Most full-text matches per pool (phrase, all terms, rare terms)"
+        50,
+        ge=20,
+        le=100_000,
+        description="Most full-text matches per pool (phrase, all terms, rare terms); docs/ranking.md",
     )
     search_fusion: Literal["rrf", "weighted"] = Field(
         "rrf", description="Fusion of the dense and lexical legs: reciprocal rank or weighted scores"

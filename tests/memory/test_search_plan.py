@@ -71,3 +71,79 @@ def test_a_tier_filter_uses_its_own_statement(hub):
         every = hub.memory.search(s, local_actor(s), "gradle")
     assert [r.record.id for r in hot] == [a.id]
     assert {r.record.id for r in every} == {a.id, b.id}
+
+
+def _pool_statement(hub, upto: str, tail: str) -> str:  # type: ignore[no-untyped-def]
+    """The search statement as run, cut before the CTE `upto`, ending with `tail` instead."""
+    from ultron.memory.service import _search_sql
+
+    sql = _search_sql(False, hub.settings.search_candidates, hub.settings.fulltext_pool).text
+    return sql[: sql.index(f"), {upto} AS ")] + ")\n" + tail
+
+
+def _walk(node):  # type: ignore[no-untyped-def]
+    yield node
+    for child in node.get("Plans", []):
+        yield from _walk(child)
+
+
+def _pools(hub, query: str):  # type: ignore[no-untyped-def]
+    """(the statement's full-text pool, the union of the three pools each read alone, how many of the
+    all-terms and phrase scans ran: the rare-terms one always runs)."""
+    import numpy as np
+
+    pool = hub.settings.fulltext_pool
+    statement = _pool_statement(hub, "cand", "SELECT id FROM pool")
+    with hub.db.session() as s:
+        actor = local_actor(s)
+        vector = np.asarray(hub.embedder.embed([query], kind="query")[0], dtype=np.float32)
+        params = hub.memory._search_params(actor, query, vector, None, 10)
+        got = set(s.execute(text(statement), params).scalars())
+        plan = s.execute(text("EXPLAIN (ANALYZE, FORMAT JSON) " + statement), params).scalar_one()[0]["Plan"]
+        conditions = ("Filter", "Recheck Cond", "Index Cond")
+        ran = sum(  # a scan of memories by a constant tsquery (the rare one's comes from its CTE, r.q)
+            1
+            for n in _walk(plan)
+            if n.get("Relation Name") == "memories"
+            and n["Actual Loops"]
+            and any("search_tsv @@" in n.get(c, "") and ".q)" not in n.get(c, "") for c in conditions)
+        )
+        rare_q = s.execute(text(_pool_statement(hub, "rare_hits", "SELECT q FROM rare")), params).scalar_one()
+        want: set = set()
+        for tsquery in (params["phrase_q"], params["all_q"], rare_q):
+            if tsquery:
+                want |= set(
+                    s.execute(
+                        text(
+                            "SELECT id FROM memories WHERE tenant_id = :t AND status = 'active' "
+                            "AND search_tsv @@ to_tsquery('simple', :q) LIMIT :n"
+                        ),
+                        {"t": actor.tenant_id, "q": tsquery, "n": pool},
+                    ).scalars()
+                )
+    return got, want, ran
+
+
+def test_the_full_text_pool_reads_a_pool_only_when_the_one_before_may_have_been_cut(hub):
+    # fulltext_pool 20. deploy 31 memories, billing 31, rollout 30, canary 25; zyxwv 1.
+    for i in range(25):
+        add(hub, f"deploy billing rollout step {i} on node{i}")
+    for i in range(5):
+        add(hub, f"deploy canary billing then rollout of shard{i}")
+    for i in range(20):
+        add(hub, f"canary flag {i} flipped on host{i}")
+    rare = add(hub, "zyxwv deploy billing checksum mismatch")
+    with hub.db.session() as s:
+        hub.memory.refresh_term_stats(s, local_actor(s).tenant_id)
+    # The rare term's pool is whole (1 match): the all-terms and phrase pools hold nothing more; not read.
+    got, want, ran = _pools(hub, "zyxwv deploy billing")
+    assert got == want == {rare.id} and ran == 0
+    # The rarest term's pool is cut (canary: 25 > 20), the all-terms one whole (5): no phrase scan.
+    got, want, ran = _pools(hub, "canary billing")
+    assert got == want and len(got) >= 20 and ran == 1
+    # Both cut (rollout 30, all three terms 30): the phrase pool is read too.
+    got, want, ran = _pools(hub, "deploy billing rollout")
+    assert got == want and ran == 2
+    # A phrase cut at 16 words does not hold every term: its pool is read whatever the others held.
+    got, want, ran = _pools(hub, "zyxwv " + " ".join(f"word{i}" for i in range(20)))
+    assert got == want == {rare.id} and ran == 1

@@ -138,6 +138,8 @@ class LexicalQuery:
     one, adjacent and in order ('' with fewer than two informative words).
     unit_name: per unit, whether it is a name the query mentions (`query_names`): a 'term' unit that is
     a name counts towards the ranking but not towards the query's content coverage (relevance.py).
+    phrase_in_all: the phrase holds every term (it was not cut at _MAX_PHRASE_TOKENS), so a memory holding
+    the phrase holds them all: the statement then skips the phrase pool when the all-terms pool is whole.
     """
 
     lookup: list[str]
@@ -148,6 +150,7 @@ class LexicalQuery:
     terms: list[str]
     phrase_q: str
     unit_name: list[bool] | None = None
+    phrase_in_all: bool = False
 
     @property
     def any_q(self) -> str:
@@ -171,6 +174,7 @@ class LexicalQuery:
             "unit_name": names + [False] * len(extra),
             "all_q": self.all_q,
             "phrase_q": self.phrase_q,
+            "phrase_in_all": self.phrase_in_all,
         }
 
 
@@ -203,9 +207,13 @@ def lexical_query(query: str) -> LexicalQuery:
         b_idx.append(slot(b))
     informative_at = [i for i, (_, informative) in enumerate(tokens) if informative]
     phrase_q = ""
+    phrase_in_all = False
     if len(informative_at) >= 2:
-        span = tokens[informative_at[0] : informative_at[-1] + 1][:_MAX_PHRASE_TOKENS]
+        whole = tokens[informative_at[0] : informative_at[-1] + 1]
+        span = whole[:_MAX_PHRASE_TOKENS]
         phrase_q = " <-> ".join(_quote(t) for t, _ in span)
+        # every informative token (so every term) lies in the uncut span
+        phrase_in_all = len(span) == len(whole)
     names = query_names(query)
     return LexicalQuery(
         lookup=list(lookup),
@@ -216,6 +224,7 @@ def lexical_query(query: str) -> LexicalQuery:
         terms=terms,
         phrase_q=phrase_q,
         unit_name=[kind == "term" and q[1:-1] in names for q, kind in zip(unit_q, kinds, strict=True)],
+        phrase_in_all=phrase_in_all,
     )
 
 
