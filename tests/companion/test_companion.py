@@ -239,6 +239,8 @@ def test_serendipity_surfaces_old_memories_when_a_search_finds_little(make_hub):
     surfaced = [r for r in first if r.serendipity]
     assert 1 <= len(surfaced) <= 3
     assert all(r.record.id in old and r.score == 0.0 and r.explain.serendipity for r in surfaced)
+    # Surprises are no answer: flagged low, so a search that found only them still reads as "no match".
+    assert all(r.confidence == "low" for r in surfaced)
     assert first[-len(surfaced) :] == surfaced  # low weight: after every real result
     again = alice.search_memories("quantum chromodynamics lattice", explain=True, limit=3)
     assert [r.record.id for r in again if r.serendipity] == [r.record.id for r in surfaced]  # seeded

@@ -418,6 +418,8 @@ class MemoryHooks:
                     score=0.0,
                     explain=components,
                     serendipity=True,
+                    # not a match: a caller reading "only low results" as "nothing found" must still do so
+                    confidence="low",
                 )
             )
         return out
