@@ -54,7 +54,11 @@ LIMIT :limit
 -- out of its SET, so no indexed column changes and the update is HOT (no HNSW insert). An expression
 -- that yields the old value is not enough: with SET centroid = CASE ... ELSE centroid END no join was
 -- HOT (measured with pg_stat_get_xact_tuples_hot_updated; a 256-d row is past the TOAST threshold and
--- Postgres took the expression's value for a changed one), while SET centroid = centroid was.
+-- Postgres took the expression's value for a changed one), while SET centroid = centroid was; stop 18
+-- measured ELSE c.centroid, ELSE the locked row's centroid and COALESCE alike: no join HOT. The two
+-- UPDATEs find their row by scalar subqueries on `moved` (InitPlans), not by a join with it: the row is
+-- already locked (`locked`), so they cannot miss it, and the plan has no nested loop, CTE scan and index
+-- scan per UPDATE to build (~0.08 ms less per assignment at 10k clusters, stop 18).
 -- `created`: a new cluster with mean = :v when none was joined, NOT in the HNSW index (centroid NULL: an
 -- HNSW insertion costs as much as the walk; the worker indexes it) unless the tenant already has
 -- :unindexed_max unindexed clusters, then indexed at once (centroid = :v), so the exact pass stays bounded
@@ -105,17 +109,16 @@ moved AS (
 ),
 kept AS (
     UPDATE knowledge_clusters c
-    SET mean = m.mean, member_count = m.member_count, centroid_norm = m.norm, updated_at = now()
-    FROM moved m
-    WHERE c.id = m.id AND c.tenant_id = :tenant_id AND NOT m.drifted
+    SET (mean, member_count, centroid_norm, updated_at) =
+        (SELECT m.mean, m.member_count, m.norm, now() FROM moved m)
+    WHERE c.id = (SELECT m.id FROM moved m WHERE NOT m.drifted) AND c.tenant_id = :tenant_id
     RETURNING c.id
 ),
 refreshed AS (
     UPDATE knowledge_clusters c
-    SET mean = m.mean, member_count = m.member_count, centroid_norm = m.norm, updated_at = now(),
-        centroid = l2_normalize(m.mean)
-    FROM moved m
-    WHERE c.id = m.id AND c.tenant_id = :tenant_id AND m.drifted
+    SET (mean, member_count, centroid_norm, updated_at, centroid) =
+        (SELECT m.mean, m.member_count, m.norm, now(), l2_normalize(m.mean) FROM moved m)
+    WHERE c.id = (SELECT m.id FROM moved m WHERE m.drifted) AND c.tenant_id = :tenant_id
     RETURNING c.id
 ),
 joined AS (
