@@ -10,21 +10,23 @@
 -- (unindexed, not normalized); the :limit best of those. Assignment re-ranks on it and decides the join on
 -- it. The score is computed after the walk's LIMIT, for its :limit rows only: where the planner scans
 -- instead of walking the index (a small table, a tenant with few clusters), a score in the inner select
--- list is evaluated for every scanned row, below the sort. The walk selects the id alone and the means of
--- its :limit rows are read after it: where the planner scans (1k clusters), carrying each row's 1 KB mean
--- through the sort cost ~15 % of the query (measured: 8.9 ms against 7.6 ms under load).
+-- list is evaluated for every scanned row, below the sort. The walk selects the row's ctid alone and the
+-- means of its :limit rows are read after it by that ctid (a Tid Scan: the same row versions, the same
+-- snapshot): where the planner scans (1k clusters), carrying each row's 1 KB mean through the sort cost
+-- ~15 % of the query (measured: 8.9 ms against 7.6 ms under load); re-reading by id (`c.id IN (...)`) cost
+-- a hash aggregate and four primary-key descents, ~0.09 ms of a 2.3 ms assignment at 10k (stop 18).
 SELECT n.id, -(n.mean <#> CAST(:v AS vector)) AS similarity
 FROM (
     SELECT c.id, c.mean
     FROM knowledge_clusters c
-    WHERE c.tenant_id = :tenant_id AND c.id IN (
-        SELECT w.id
+    WHERE c.tenant_id = :tenant_id AND c.ctid = ANY(ARRAY(
+        SELECT w.ctid
         FROM knowledge_clusters w
         WHERE w.tenant_id = :tenant_id AND w.member_count > 0 AND w.centroid IS NOT NULL
           AND w.mean IS NOT NULL
         ORDER BY w.centroid <=> CAST(:v AS vector)
         LIMIT :limit
-    )
+    ))
     UNION ALL
     SELECT c.id, c.mean
     FROM knowledge_clusters c
@@ -36,29 +38,37 @@ LIMIT :limit
 -- name: assign_cluster
 -- ClusterService.assign in one statement (one round trip; :limit is written in as a literal by the service,
 -- so the prepared statement keeps a generic plan: clusters.service.raw_statement). `best`: nearest_clusters'
--- probe -- `indexed`, the HNSW walk on the indexed centroid (LIMIT :limit), and `unindexed`, an exact pass
+-- probe -- `indexed`, the HNSW walk on the indexed centroid (LIMIT :limit; the rows' ctids, their means
+-- read back by ctid as in nearest_clusters), and `unindexed`, an exact pass
 -- over the tenant's clusters the worker has not indexed yet (centroid NULL; at most about :unindexed_max of
 -- them), scored in the pass (it keeps each one's id and score, not its 1 KB mean) -- the candidate with the
 -- highest exact average cosine to the members (`join_score`: the unit vector :v . the mean) if it reaches
--- :floor. `locked` re-reads that cluster under
+-- :floor. `moved` re-reads that cluster under
 -- its row lock: in READ COMMITTED a row updated since this statement's snapshot is waited for and its
 -- newest version re-checked against the WHERE (EvalPlanQual), so a join is decided on the mean as it is
 -- now; a cluster emptied, deleted or moved away since the probe yields no row, and :v starts a cluster.
--- `moved`: the running mean (mean * n + v) / (n + 1) -- pgvector has no vector-by-scalar product: each
--- factor is a vector of equal components -- its length and the count. The indexed centroid is rewritten
+-- On that locked row (EvalPlanQual computes its select list again on the newest version) `moved` computes
+-- the running mean (mean * n + v) / (n + 1) -- pgvector has no vector-by-scalar product: each factor is a
+-- vector of equal components -- its length and the count. (Until stop 18 a `locked` CTE read the row and
+-- `moved` computed from it: one CTE more cost ~0.14 ms per assignment at 10k, client clock, both paths.)
+-- The indexed centroid is rewritten
 -- only when its cosine to the new mean falls below :drift (`refreshed`; an unindexed cluster, centroid NULL,
 -- stays unindexed: the worker indexes it, ClusterService.index_pending); else `kept` leaves the column
 -- out of its SET, so no indexed column changes and the update is HOT (no HNSW insert). An expression
 -- that yields the old value is not enough: with SET centroid = CASE ... ELSE centroid END no join was
 -- HOT (measured with pg_stat_get_xact_tuples_hot_updated; a 256-d row is past the TOAST threshold and
--- Postgres took the expression's value for a changed one), while SET centroid = centroid was.
+-- Postgres took the expression's value for a changed one), while SET centroid = centroid was; stop 18
+-- measured ELSE c.centroid, ELSE the locked row's centroid and COALESCE alike: no join HOT. The two
+-- UPDATEs find their row by scalar subqueries on `moved` (InitPlans), not by a join with it: the row is
+-- already locked (`moved`), so they cannot miss it, and the plan has no nested loop, CTE scan and index
+-- scan per UPDATE to build (~0.08 ms less per assignment at 10k clusters, stop 18).
 -- `created`: a new cluster with mean = :v when none was joined, NOT in the HNSW index (centroid NULL: an
 -- HNSW insertion costs as much as the walk; the worker indexes it) unless the tenant already has
 -- :unindexed_max unindexed clusters, then indexed at once (centroid = :v), so the exact pass stays bounded
 -- when no worker runs (two concurrent new clusters may both see one below the bound). The member row takes
 -- the cluster either way; its RETURNING is the cluster's id. :v is a unit vector.
 WITH indexed AS (
-    SELECT c.id
+    SELECT c.ctid
     FROM knowledge_clusters c
     WHERE c.tenant_id = :tenant_id AND c.member_count > 0 AND c.centroid IS NOT NULL AND c.mean IS NOT NULL
     ORDER BY c.centroid <=> CAST(:v AS vector)
@@ -73,7 +83,7 @@ best AS (
     SELECT n.id
     FROM (
         SELECT c.id, c.mean <#> CAST(:v AS vector) AS distance FROM knowledge_clusters c
-        WHERE c.id IN (SELECT id FROM indexed) AND c.tenant_id = :tenant_id
+        WHERE c.ctid = ANY(ARRAY(SELECT ctid FROM indexed)) AND c.tenant_id = :tenant_id
         UNION ALL
         SELECT id, distance FROM unindexed
     ) n
@@ -81,38 +91,32 @@ best AS (
     ORDER BY n.distance, n.id
     LIMIT 1
 ),
-locked AS (
-    SELECT c.id, c.mean, c.member_count, c.centroid
+moved AS (
+    SELECT c.id, c.member_count + 1 AS member_count, n.mean, vector_norm(n.mean) AS norm,
+           c.centroid IS NOT NULL AND 1 - (c.centroid <=> n.mean) < :drift AS drifted
     FROM knowledge_clusters c
+    CROSS JOIN LATERAL (
+        SELECT c.mean * CAST(array_fill(CAST(c.member_count AS real) / (c.member_count + 1),
+                                        ARRAY[vector_dims(c.mean)]) AS vector)
+               + CAST(:v AS vector) * CAST(array_fill(CAST(1 AS real) / (c.member_count + 1),
+                                                      ARRAY[vector_dims(c.mean)]) AS vector) AS mean
+    ) n
     WHERE c.id = (SELECT id FROM best) AND c.tenant_id = :tenant_id
       AND c.member_count > 0 AND c.mean IS NOT NULL AND -(c.mean <#> CAST(:v AS vector)) >= :floor
-    FOR UPDATE
-),
-moved AS (
-    SELECT n.id, n.member_count, n.mean, vector_norm(n.mean) AS norm,
-           n.centroid IS NOT NULL AND 1 - (n.centroid <=> n.mean) < :drift AS drifted
-    FROM (
-        SELECT l.id, l.centroid, l.member_count + 1 AS member_count,
-               l.mean * CAST(array_fill(CAST(l.member_count AS real) / (l.member_count + 1),
-                                        ARRAY[vector_dims(l.mean)]) AS vector)
-               + CAST(:v AS vector) * CAST(array_fill(CAST(1 AS real) / (l.member_count + 1),
-                                                      ARRAY[vector_dims(l.mean)]) AS vector) AS mean
-        FROM locked l
-    ) n
+    FOR UPDATE OF c
 ),
 kept AS (
     UPDATE knowledge_clusters c
-    SET mean = m.mean, member_count = m.member_count, centroid_norm = m.norm, updated_at = now()
-    FROM moved m
-    WHERE c.id = m.id AND c.tenant_id = :tenant_id AND NOT m.drifted
+    SET (mean, member_count, centroid_norm, updated_at) =
+        (SELECT m.mean, m.member_count, m.norm, now() FROM moved m)
+    WHERE c.id = (SELECT m.id FROM moved m WHERE NOT m.drifted) AND c.tenant_id = :tenant_id
     RETURNING c.id
 ),
 refreshed AS (
     UPDATE knowledge_clusters c
-    SET mean = m.mean, member_count = m.member_count, centroid_norm = m.norm, updated_at = now(),
-        centroid = l2_normalize(m.mean)
-    FROM moved m
-    WHERE c.id = m.id AND c.tenant_id = :tenant_id AND m.drifted
+    SET (mean, member_count, centroid_norm, updated_at, centroid) =
+        (SELECT m.mean, m.member_count, m.norm, now(), l2_normalize(m.mean) FROM moved m)
+    WHERE c.id = (SELECT m.id FROM moved m WHERE m.drifted) AND c.tenant_id = :tenant_id
     RETURNING c.id
 ),
 joined AS (

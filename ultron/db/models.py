@@ -679,7 +679,8 @@ class ClusterMember(Base):
 
     memory_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
     cluster_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), nullable=False)
-    tenant_id: Mapped[uuid.UUID] = _tenant_key()
+    # No key on tenants of its own (migration 0015): the two composite keys above carry the tenant.
+    tenant_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True, nullable=False)
     embedding: Mapped[Any] = mapped_column(Vector(), nullable=True)
     joined_at: Mapped[datetime] = _now()
 
