@@ -164,7 +164,7 @@ class Settings(BaseSettings):
     max_tags: int = Field(20, ge=1, le=200, description="Most tags a memory keeps")
     memory_search_limit: int = Field(10, ge=1, le=200, description="Default number of search results")
     search_candidates: int = Field(
-        50, ge=5, le=1000, description="Candidates per leg (vector, full text) before fusion"
+        40, ge=5, le=1000, description="Nearest memories the dense leg brings to fusion (docs/ranking.md)"
     )
     hnsw_ef_search: int = Field(
         100, ge=10, le=1000, description="HNSW candidate list size of the dedup and cluster probes"
