@@ -79,7 +79,11 @@ SELECT * FROM memory
 -- dropped when no tier is asked for (ultron/memory/service.py, _search_sql), so one generic plan serves.
 -- Search hits are recorded afterwards, off the request path (ultron/memory/hits.py).
 WITH vec AS MATERIALIZED (
-    SELECT m.id
+    -- each leg reads what the ranking needs from the row it visits (the vector read out of TOAST once,
+    -- here): the scoring pass reads no memory again
+    SELECT m.id, m.tier, m.thread, m.position, m.occurred_at,
+           coalesce(m.last_hit_at, m.created_at) AS last_use, m.search_tsv,
+           1 - (m.embedding <=> CAST(:embedding AS vector)) AS vector_similarity
     FROM memories m
     WHERE m.tenant_id = :tenant_id AND m.status = 'active'
       AND m.tier = CAST(:tier AS text) -- tier
@@ -126,7 +130,10 @@ WITH vec AS MATERIALIZED (
     -- and one with the phrase has all the terms when phrase_in_all. So the all-terms pool is read only when
     -- rare_hits may have been cut, and the phrase pool only when the all-terms one may have been: the
     -- candidates are the same as reading all three, at one GIN scan instead of three on most queries.
-    SELECT m.id FROM memories m, rare r
+    SELECT m.id, m.tier, m.thread, m.position, m.occurred_at,
+           coalesce(m.last_hit_at, m.created_at) AS last_use, m.search_tsv,
+           1 - (m.embedding <=> CAST(:embedding AS vector)) AS vector_similarity
+    FROM memories m, rare r
      WHERE r.q <> '' AND m.search_tsv @@ to_tsquery('simple', r.q)
        AND m.tenant_id = :tenant_id AND m.status = 'active'
        AND m.tier = CAST(:tier AS text) -- tier
@@ -135,7 +142,10 @@ WITH vec AS MATERIALIZED (
             OR (m.scope = 'group' AND m.group_name = ANY(CAST(:groups AS text[]))))
      LIMIT :fts_pool
 ), all_hits AS MATERIALIZED (
-    SELECT m.id FROM memories m
+    SELECT m.id, m.tier, m.thread, m.position, m.occurred_at,
+           coalesce(m.last_hit_at, m.created_at) AS last_use, m.search_tsv,
+           1 - (m.embedding <=> CAST(:embedding AS vector)) AS vector_similarity
+    FROM memories m
      WHERE CAST(:all_q AS text) <> '' AND (SELECT count(*) FROM rare_hits) >= :fts_pool
        AND m.search_tsv @@ to_tsquery('simple', CAST(:all_q AS text))
        AND m.tenant_id = :tenant_id AND m.status = 'active'
@@ -145,11 +155,14 @@ WITH vec AS MATERIALIZED (
             OR (m.scope = 'group' AND m.group_name = ANY(CAST(:groups AS text[]))))
      LIMIT :fts_pool
 ), pool AS MATERIALIZED (
-    SELECT id FROM rare_hits
-    UNION
-    SELECT id FROM all_hits
-    UNION
-    (SELECT m.id FROM memories m
+    SELECT * FROM rare_hits
+    UNION ALL
+    SELECT * FROM all_hits a WHERE a.id NOT IN (SELECT id FROM rare_hits)
+    UNION ALL
+    SELECT * FROM (SELECT m.id, m.tier, m.thread, m.position, m.occurred_at,
+                          coalesce(m.last_hit_at, m.created_at) AS last_use, m.search_tsv,
+                          1 - (m.embedding <=> CAST(:embedding AS vector)) AS vector_similarity
+     FROM memories m
      WHERE CAST(:phrase_q AS text) <> ''
        AND (NOT CAST(:phrase_in_all AS boolean)
             OR ((SELECT count(*) FROM rare_hits) >= :fts_pool AND (SELECT count(*) FROM all_hits) >= :fts_pool))
@@ -159,18 +172,20 @@ WITH vec AS MATERIALIZED (
        AND (m.scope = 'shared'
             OR (m.scope = 'private' AND m.agent_id = CAST(:agent_id AS uuid))
             OR (m.scope = 'group' AND m.group_name = ANY(CAST(:groups AS text[]))))
-     LIMIT :fts_pool)
+     LIMIT :fts_pool) ph
+    WHERE ph.id NOT IN (SELECT id FROM rare_hits) AND ph.id NOT IN (SELECT id FROM all_hits)
 ), cand AS (
-    SELECT c.id, bool_or(c.v) AS from_vector, bool_or(NOT c.v) AS from_text
-    FROM (SELECT id, true AS v FROM vec UNION ALL SELECT id, false FROM pool) c
-    GROUP BY c.id
+    -- each candidate once, with the legs that brought it
+    SELECT v.*, true AS from_vector, v.id IN (SELECT id FROM pool) AS from_text FROM vec v
+    UNION ALL
+    SELECT p.*, false, true FROM pool p WHERE p.id NOT IN (SELECT id FROM vec)
 ), scored AS (
-    -- one pass over each candidate row: every column the ranking needs, every lexical unit tested
-    SELECT m.id, m.tier, m.thread, m.position, m.occurred_at, c.from_vector, c.from_text,
+    -- one pass over the candidates: every lexical unit tested on the row the leg read
+    SELECT c.id, c.tier, c.thread, c.position, c.occurred_at, c.from_vector, c.from_text,
            coalesce(x.phrase_match, false) AS phrase_match,
-           1 - (m.embedding <=> CAST(:embedding AS vector)) AS vector_similarity,
+           c.vector_similarity,
            coalesce(x.term_idf, 0) * (:k1 + 1)
-               / (1 + :k1 * (1 - :b + :b * length(m.search_tsv) / (SELECT avglen FROM totals)))
+               / (1 + :k1 * (1 - :b + :b * length(c.search_tsv) / (SELECT avglen FROM totals)))
                + :phrase_weight * coalesce(x.pair_idf, 0) AS text_rank,
            coalesce(x.term_idf, 0) / nullif((SELECT sum(u.w) FROM units u WHERE u.kind = 'term'), 0) AS coverage,
            -- the same share over the query's terms beyond the names it mentions (all terms if only names)
@@ -179,17 +194,16 @@ WITH vec AS MATERIALIZED (
                      / nullif((SELECT sum(u.w) FROM units u WHERE u.kind = 'term' AND NOT u.name), 0)
                 ELSE coalesce(x.term_idf, 0) / nullif((SELECT sum(u.w) FROM units u WHERE u.kind = 'term'), 0)
            END AS content_coverage,
-           greatest(extract(epoch FROM now() - coalesce(m.last_hit_at, m.created_at)) / 86400.0, 0)
+           greatest(extract(epoch FROM now() - c.last_use) / 86400.0, 0)
                AS days_since_hit
     FROM cand c
-    JOIN memories m ON m.id = c.id
     CROSS JOIN LATERAL (
         SELECT sum(u.w) FILTER (WHERE u.kind = 'term') AS term_idf,
                sum(u.w) FILTER (WHERE u.kind = 'term' AND NOT u.name) AS content_idf,
                sum(u.w) FILTER (WHERE u.kind = 'pair') AS pair_idf,
                bool_or(u.kind = 'phrase') AS phrase_match
         FROM units u
-        WHERE m.search_tsv @@ u.tq
+        WHERE c.search_tsv @@ u.tq
     ) x
 ), ranked AS (
     SELECT s.*,

@@ -183,7 +183,7 @@ class Settings(BaseSettings):
         0.5, ge=0, le=1, description="Weight of the lexical leg in fusion (the dense leg gets 1 - this)"
     )
     fulltext_pool: int = Field(
-        50,
+        40,
         ge=20,
         le=100_000,
         description="Most full-text matches per pool (phrase, all terms, rare terms); docs/ranking.md",
