@@ -96,14 +96,26 @@ WITH vec AS MATERIALIZED (
     SELECT coalesce(max(t.docs), 0)::float8 AS n, greatest(coalesce(max(t.avg_len), 0), 1)::float8 AS avglen
     FROM term_totals t
     WHERE t.tenant_id = :tenant_id
+), lexemes AS MATERIALIZED (
+    -- each query token's lexemes as the index holds them (the 'simple' parser may split a token)
+    SELECT l.i, x.lx
+    FROM unnest(CAST(:lookup AS text[])) WITH ORDINALITY l(tok, i)
+    CROSS JOIN LATERAL unnest(tsvector_to_array(to_tsvector('simple', l.tok))) x(lx)
+), found AS MATERIALIZED (
+    -- their document frequencies, all in one index scan (a scan per token cost ~0.3 ms at five tokens)
+    SELECT s.lexeme, s.ndoc
+    FROM term_stats s
+    WHERE s.tenant_id = :tenant_id AND s.lexeme = ANY(ARRAY(SELECT x.lx FROM lexemes x))
 ), lex AS MATERIALIZED (
+    -- a token's document frequency: the least of its lexemes' (0 when none is known)
     SELECT l.i, d.df, ln(1 + (greatest(tt.n - d.df, 0) + 0.5) / (d.df + 0.5)) AS idf
     FROM unnest(CAST(:lookup AS text[])) WITH ORDINALITY l(tok, i)
     CROSS JOIN totals tt
     CROSS JOIN LATERAL (
-        SELECT coalesce(min(s.ndoc), 0)::float8 AS df
-        FROM term_stats s
-        WHERE s.tenant_id = :tenant_id AND s.lexeme = ANY(tsvector_to_array(to_tsvector('simple', l.tok)))
+        SELECT coalesce(min(f.ndoc), 0)::float8 AS df
+        FROM lexemes x
+        JOIN found f ON f.lexeme = x.lx
+        WHERE x.i = l.i
     ) d
 ), units AS MATERIALIZED (
     -- 'term' (weight its IDF), 'pair' (two adjacent query words side by side: the mean IDF of the two) and
