@@ -3,10 +3,12 @@ the companion's ripples in the same statement. Behaviour, not timing (timing is 
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from sqlalchemy import text
 
 from ultron.memory.schemas import UploadRequest
+from ultron.memory.service import _search_sql
 from ultron.tenancy import local_actor
 
 
@@ -75,8 +77,6 @@ def test_a_tier_filter_uses_its_own_statement(hub):
 
 def _pool_statement(hub, upto: str, tail: str) -> str:  # type: ignore[no-untyped-def]
     """The search statement as run, cut before the CTE `upto`, ending with `tail` instead."""
-    from ultron.memory.service import _search_sql
-
     sql = _search_sql(False, hub.settings.search_candidates, hub.settings.fulltext_pool).text
     return sql[: sql.index(f"), {upto} AS ")] + ")\n" + tail
 
@@ -90,8 +90,6 @@ def _walk(node):  # type: ignore[no-untyped-def]
 def _pools(hub, query: str):  # type: ignore[no-untyped-def]
     """(the statement's full-text pool, the union of the three pools each read alone, how many of the
     all-terms and phrase scans ran: the rare-terms one always runs)."""
-    import numpy as np
-
     pool = hub.settings.fulltext_pool
     statement = _pool_statement(hub, "cand", "SELECT id FROM pool")
     with hub.db.session() as s:

@@ -30,6 +30,12 @@ PANDAS_AGAIN = UploadRequest(
     resolution="pip install pandas inside the image",
     tags=["pandas"],
 )
+# Same container, a different lesson: in the soft band of PANDAS, and the judge calls it different.
+PANDAS_CONFIG = UploadRequest(
+    content="KeyError: 'pandas' raised by the config loader",
+    context="Docker container running a data analysis job",
+    resolution="add the pandas section to config.yaml",
+)
 
 
 def upload(hub, req, actor=None):  # type: ignore[no-untyped-def]
@@ -166,11 +172,7 @@ def test_the_judge_reads_the_nearest_memorys_text_from_the_dedup_probe(make_hub)
 
     hub = make_hub()
     upload(hub, PANDAS)
-    other = UploadRequest(
-        content="KeyError: 'pandas' raised by the config loader",
-        context="Docker container running a data analysis job",
-        resolution="add the pandas section to config.yaml",
-    )
+    other = PANDAS_CONFIG
     band = make_hub(dedup_similarity_threshold=0.999, dedup_soft_threshold=0.0)
     seen, statements = [], []
     judge = band.memory.intelligence.judge_same
@@ -195,11 +197,7 @@ def test_the_judge_reads_the_nearest_memorys_text_from_the_dedup_probe(make_hub)
 def test_soft_band_judge_says_different(make_hub):
     hub = make_hub()
     upload(hub, PANDAS)
-    other = UploadRequest(
-        content="KeyError: 'pandas' raised by the config loader",
-        context="Docker container running a data analysis job",
-        resolution="add the pandas section to config.yaml",
-    )
+    other = PANDAS_CONFIG
     band = make_hub(dedup_similarity_threshold=0.999, dedup_soft_threshold=0.0)
     result = upload(band, other)
     assert result.decision == "created"
