@@ -1253,7 +1253,10 @@ class MemoryService:
     def _search_result(
         self, row: Any, detail_level: str, explain: bool, floor: float, st: Settings | None = None
     ) -> SearchResult:
-        record = to_record(row, row.agent_name, row.contributions)
+        # The projection's blanks go in before the one validation: no second model for project()'s copy.
+        record = MemoryRecord(
+            **(_record_fields(row, row.agent_name, row.contributions) | _blanks(detail_level))
+        )
         calibrated = calibrated_relevance(self.settings.embedding_provider, row)
         components = None
         if explain:
@@ -1281,7 +1284,7 @@ class MemoryService:
                 score=float(row.score),
             )
         return SearchResult(
-            record=project(record, detail_level),
+            record=record,
             similarity_score=calibrated,
             score=float(row.score),
             explain=components,
@@ -1457,35 +1460,40 @@ class MemoryService:
 
 def to_record(m: Memory | Any, agent: str | None, contributions: int) -> MemoryRecord:
     """A memory's record, from its ORM row or a query row with the same column names (the search's)."""
-    return MemoryRecord(
-        id=m.id,
-        memory_type=m.memory_type,  # type: ignore[arg-type]
-        content=m.content,
-        context=m.context,
-        resolution=m.resolution,
-        tags=list(m.tags),
-        summary_l0=m.summary_l0,
-        overview_l1=m.overview_l1,
-        tier=m.tier,  # type: ignore[arg-type]
-        status=m.status,  # type: ignore[arg-type]
-        scope=m.scope,  # type: ignore[arg-type]
-        group=m.group_name,
-        pinned=m.pinned,
-        hit_count=m.hit_count,
-        last_hit_at=m.last_hit_at,
-        created_at=m.created_at,
-        updated_at=m.updated_at,
-        agent=agent,
-        redacted_entities=dict(m.redacted_entities or {}),
-        contributions=int(contributions),
-        valence=m.valence,
-        arousal=m.arousal,
-        thread=m.thread,
-        position=m.position,
-        occurred_at=m.occurred_at,
-        importance=m.importance,
-        resolved_at=m.resolved_at,
-    )
+    return MemoryRecord(**_record_fields(m, agent, contributions))
+
+
+def _record_fields(m: Memory | Any, agent: str | None, contributions: int) -> dict[str, Any]:
+    """The fields of a memory's record (to_record), from its ORM row or a query row."""
+    return {
+        "id": m.id,
+        "memory_type": m.memory_type,
+        "content": m.content,
+        "context": m.context,
+        "resolution": m.resolution,
+        "tags": list(m.tags),
+        "summary_l0": m.summary_l0,
+        "overview_l1": m.overview_l1,
+        "tier": m.tier,
+        "status": m.status,
+        "scope": m.scope,
+        "group": m.group_name,
+        "pinned": m.pinned,
+        "hit_count": m.hit_count,
+        "last_hit_at": m.last_hit_at,
+        "created_at": m.created_at,
+        "updated_at": m.updated_at,
+        "agent": agent,
+        "redacted_entities": dict(m.redacted_entities or {}),
+        "contributions": int(contributions),
+        "valence": m.valence,
+        "arousal": m.arousal,
+        "thread": m.thread,
+        "position": m.position,
+        "occurred_at": m.occurred_at,
+        "importance": m.importance,
+        "resolved_at": m.resolved_at,
+    }
 
 
 def visible_to(actor: Actor):  # type: ignore[no-untyped-def]
@@ -1517,8 +1525,17 @@ def load_records(session: Session, ids: list[UUID], actor: Actor) -> dict[UUID, 
     return {m.id: to_record(m, agent, n) for m, agent, n in session.execute(stmt)}
 
 
+# Search projections: l0 keeps only the one-line summary; l1 adds the overview and context.
+_PROJECTION_BLANKS: dict[str, dict[str, str]] = {
+    "l0": {"content": "", "context": "", "resolution": "", "overview_l1": ""},
+    "l1": {"content": "", "resolution": ""},
+}
+
+
 def project(record: MemoryRecord, detail_level: str) -> MemoryRecord:
     """Search projections: l0 keeps only the one-line summary; l1 adds the overview and context."""
-    if detail_level == "l0":
-        return record.model_copy(update={"content": "", "context": "", "resolution": "", "overview_l1": ""})
-    return record.model_copy(update={"content": "", "resolution": ""})
+    return record.model_copy(update=_blanks(detail_level))
+
+
+def _blanks(detail_level: str) -> dict[str, str]:
+    return _PROJECTION_BLANKS["l0" if detail_level == "l0" else "l1"]
