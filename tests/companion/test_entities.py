@@ -80,3 +80,31 @@ def _by_memory(rows):  # type: ignore[no-untyped-def]
     for row in rows:
         out.setdefault(row[0], []).append(row)
     return out
+
+
+def test_entity_signal_takes_whole_names_only_and_a_shared_name_for_every_memory(hub):
+    """The signal over given links: a name counts as a whole word of the query, case aside, however many
+    results share it and however often it is asked; a name inside a longer word does not count."""
+    alice = agent(hub, "alice")
+    ids = [
+        alice.upload_memory(text).id
+        for text in (
+            "the Berlin office moves to a new floor in May",
+            "Bern and Berlin trade the quarterly planning",
+            "Berliner Dom tickets for the team outing",
+        )
+    ]
+    results = alice.search_memories("office floor planning tickets", explain=True, serendipity=False)
+    assert {r.record.id for r in results} >= set(ids)
+    links = {ids[0]: ["Berlin"], ids[1]: ["Bern", "Berlin"], ids[2]: ["Berliner Dom", "Ber"]}
+    hooks = hub.companion.hooks
+    for _ in range(2):  # the second search finds each name's pattern already made
+        with hub.db.session() as s:
+            out = hooks._entity_signal(s, "Who moves from BERLIN to bern?", results, True, links)
+        by_id = {r.record.id: r for r in out}
+        assert by_id[ids[0]].explain.entities == ["Berlin"]
+        assert by_id[ids[1]].explain.entities == ["Berlin", "Bern"]
+        assert by_id[ids[1]].explain.entity > by_id[ids[0]].explain.entity  # two names weigh more than one
+        assert by_id[ids[2]].explain.entities is None and by_id[ids[2]].score == next(
+            r.score for r in results if r.record.id == ids[2]
+        )

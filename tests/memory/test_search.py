@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import math
 import time
+from datetime import UTC, datetime
 
 import pytest
 from sqlalchemy import text
 
 from ultron.errors import NotFound, ValidationFailed
 from ultron.memory.schemas import UploadRequest
+from ultron.memory.service import project
 from ultron.sdk._local import LocalBackend
 from ultron.tenancy import local_actor
 
@@ -215,3 +217,34 @@ def test_buffered_search_hits_are_written_at_close(make_hub, settings):
         assert hit_count(reopened, rec.id) == 1
     finally:
         reopened.close()
+
+
+def test_a_search_record_is_the_memory_s_full_record_projected(hub):
+    """Search builds each record from its row with the projection's blanks in place (one validation): it
+    must equal the full record (as details reads it) projected, every field, type and set field alike."""
+    with hub.db.session() as s:
+        made = hub.memory.upload(
+            s,
+            local_actor(s),
+            UploadRequest(
+                content="kafka consumer lag grows after the broker upgrade",
+                context="payments cluster, kafka 3.7",
+                resolution="raise fetch.max.bytes and restart the consumers",
+                tags=["kafka", "lag"],
+                valence=-0.4,
+                arousal=0.7,
+                thread="incident-42",
+                position=3,
+                occurred_at=datetime(2026, 3, 14, 19, 0, tzinfo=UTC),
+                importance=8,
+            ),
+        ).record
+    for level in ("l0", "l1"):
+        with hub.db.session() as s:
+            full = hub.memory.get(s, local_actor(s), made.id)
+        found = search(hub, "kafka consumer lag broker upgrade", detail_level=level)[0].record
+        expected = project(full, level)
+        assert found.id == made.id and found.thread == "incident-42" and found.importance == 8
+        assert found == expected and found.model_fields_set == expected.model_fields_set
+        assert [type(v) for v in found.__dict__.values()] == [type(v) for v in expected.__dict__.values()]
+        assert found.model_dump_json() == expected.model_dump_json()

@@ -8,6 +8,7 @@ needs no MemoryService. Like every service it takes the session first and never 
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 import re
@@ -20,7 +21,7 @@ from sqlalchemy import update as sql_update
 from sqlalchemy.orm import Session
 
 from ultron.companion.emotion import infer_emotion, resonance
-from ultron.companion.serendipity import calibration_for
+from ultron.companion.serendipity import Calibration, calibration_for
 from ultron.config import Settings
 from ultron.db.models import Memory, MemoryEntity
 from ultron.db.queries import q
@@ -47,6 +48,7 @@ class MemoryHooks:
         self.intelligence = intelligence  # infers a memory's mood when none is given
         self.embedder = embedder  # the serendipity threshold is calibrated for its model
         self.runtime = runtime  # an admin's runtime changes per tenant (ultron/settings_store.py)
+        self._calibration: tuple[Embedder, Calibration] | None = None  # serendipity_threshold's, per embedder
 
     def tenant_settings(self, session: Session, tenant_id: UUID) -> Settings:
         """The settings that apply to this tenant now: the configuration and an admin's changes."""
@@ -227,6 +229,7 @@ class MemoryHooks:
         st = self.tenant_settings(session, actor.tenant_id)
         if ripples is None:
             ripples = self.ripple_levels(session, actor, [r.record.id for r in results])
+        now = datetime.now(UTC)  # one clock reading for the whole result list
         ranked = [
             self._adjust(
                 r,
@@ -236,6 +239,7 @@ class MemoryHooks:
                 explain,
                 (r.record.importance, r.record.resolved_at is not None),
                 st,
+                now,
             )
             for r in results
         ]
@@ -253,7 +257,9 @@ class MemoryHooks:
         st = st or self.settings
         if st.serendipity_relevance is not None:
             return st.serendipity_relevance
-        return calibration_for(self.embedder).relevance_threshold(st.fulltext_weight)
+        if self._calibration is None or self._calibration[0] is not self.embedder:
+            self._calibration = (self.embedder, calibration_for(self.embedder))
+        return self._calibration[1].relevance_threshold(st.fulltext_weight)
 
     def link_entities(self, session: Session, memory: Memory) -> None:
         """Replace the memory's entity links with what its current text names."""
@@ -285,9 +291,13 @@ class MemoryHooks:
                 entities.setdefault(row.memory_id, []).append(row.name)
         asked = query.casefold()
         shared: dict[UUID, list[str]] = {}
+        named: dict[str, bool] = {}  # a name many results share is looked for once
         for memory_id, names in entities.items():
             for name in names:
-                if re.search(rf"(?<!\w){re.escape(name.casefold())}(?!\w)", asked):
+                found = named.get(name)
+                if found is None:
+                    found = named[name] = _name_pattern(name).search(asked) is not None
+                if found:
                     shared.setdefault(memory_id, []).append(name)
         out = []
         for r in results:
@@ -313,12 +323,14 @@ class MemoryHooks:
         explain: bool,
         weight: tuple[int, bool] | None = None,
         st: Settings | None = None,
+        now: datetime | None = None,
     ) -> SearchResult:
         st = st or self.settings
+        now = now or datetime.now(UTC)
         record = result.record
         score = result.score
         update: dict[str, Any] = {}
-        days = _days_since(record.last_hit_at or record.created_at)
+        days = _days_since(record.last_hit_at or record.created_at, now)
         decay = 1 - st.time_decay_weight + st.time_decay_weight * math.exp(-st.decay_alpha * days)
         if record.arousal and not record.pinned and st.arousal_decay_slowdown and decay > 0:
             # High arousal slows decay: the memory fades as if alpha were smaller.
@@ -330,7 +342,7 @@ class MemoryHooks:
             urgency = 1 + st.urgency_weight * record.arousal
             score *= urgency
             update["urgency"] = round(urgency, 6)
-        hours = (datetime.now(UTC) - record.created_at).total_seconds() / 3600.0
+        hours = (now - record.created_at).total_seconds() / 3600.0
         if st.freshness_weight and st.freshness_hours and 0 <= hours < st.freshness_hours:
             fresh = 1 + st.freshness_weight * (1 - hours / st.freshness_hours)
             score *= fresh
@@ -346,8 +358,6 @@ class MemoryHooks:
                 update["resolved"] = st.resolved_factor
         if record.pinned:
             # Pinned memories never decay: undo the recency factor (hotness counts as 1).
-            days = _days_since(record.last_hit_at or record.created_at)
-            decay = 1 - st.time_decay_weight + st.time_decay_weight * math.exp(-st.decay_alpha * days)
             score = score / decay if decay > 0 else score
             update["hotness"] = 1.0
         if ripple is not None:
@@ -441,5 +451,11 @@ def _blend(current: float | None, given: float | None, merged: bool) -> float | 
     return given
 
 
-def _days_since(moment: datetime) -> float:
-    return max((datetime.now(UTC) - moment).total_seconds() / 86400.0, 0.0)
+def _days_since(moment: datetime, now: datetime | None = None) -> float:
+    return max(((now or datetime.now(UTC)) - moment).total_seconds() / 86400.0, 0.0)
+
+
+@functools.lru_cache(maxsize=4096)
+def _name_pattern(name: str) -> re.Pattern[str]:
+    """A linked name as a whole word of a casefolded query (the entity signal); names recur."""
+    return re.compile(rf"(?<!\w){re.escape(name.casefold())}(?!\w)")

@@ -122,8 +122,15 @@ def _informative(raw: str) -> bool:
     return bool(bare) and bare not in STOPWORDS and (len(bare) > 1 or bool(_CJK.match(bare)))
 
 
+@functools.lru_cache(maxsize=65536)
 def _quote(term: str) -> str:
     return "'" + term.replace("'", "''").replace("\\", "") + "'"
+
+
+@functools.lru_cache(maxsize=65536)
+def _query_token(raw: str) -> tuple[str, bool]:
+    """A query word's normalized term and whether it is informative (words recur across queries)."""
+    return normalize(raw), _informative(raw)
 
 
 @dataclass(frozen=True)
@@ -179,13 +186,8 @@ class LexicalQuery:
 
 
 def lexical_query(query: str) -> LexicalQuery:
-    tokens = [(normalize(raw), _informative(raw)) for raw in _raw_terms(query, for_index=False)]
-    tokens = [(t, informative) for t, informative in tokens if t]
-    lookup: dict[str, int] = {}
-
-    def slot(term: str) -> int:
-        return lookup.setdefault(term, len(lookup) + 1)
-
+    tokens = [token for token in map(_query_token, _raw_terms(query, for_index=False)) if token[0]]
+    lookup: dict[str, int] = {}  # term -> its 1-based position in lookup
     unit_q: list[str] = []
     kinds: list[str] = []
     a_idx: list[int] = []
@@ -194,17 +196,18 @@ def lexical_query(query: str) -> LexicalQuery:
     for term in terms:
         unit_q.append(_quote(term))
         kinds.append("term")
-        a_idx.append(slot(term))
-        b_idx.append(slot(term))
+        slot = lookup.setdefault(term, len(lookup) + 1)
+        a_idx.append(slot)
+        b_idx.append(slot)
     pairs: dict[tuple[str, str], None] = {}
     for (a, a_informative), (b, b_informative) in zip(tokens, tokens[1:], strict=False):
         if (a_informative or b_informative) and a != b:
-            pairs.setdefault((a, b), None)
+            pairs[a, b] = None
     for a, b in list(pairs)[:_MAX_QUERY_TERMS]:
         unit_q.append(f"{_quote(a)} <-> {_quote(b)}")
         kinds.append("pair")
-        a_idx.append(slot(a))
-        b_idx.append(slot(b))
+        a_idx.append(lookup.setdefault(a, len(lookup) + 1))
+        b_idx.append(lookup.setdefault(b, len(lookup) + 1))
     informative_at = [i for i, (_, informative) in enumerate(tokens) if informative]
     phrase_q = ""
     phrase_in_all = False
