@@ -12,8 +12,7 @@ toasts as before. Measured on one 100k store rewritten both ways (docs/benchmark
 or six) and the TOAST table is empty.
 
 Only rows written from now on are stored this way: existing rows keep their out-of-line vectors until they
-are next rewritten (a move to another model with `ultron reembed`, or `VACUUM FULL memories` in a
-maintenance window; docs/operations.md).
+are next rewritten (`ultron reembed`, or `VACUUM FULL memories` in a maintenance window; docs/operations.md).
 No row changes. Downgrade resets the option (rows stay as they are; new ones are toasted again).
 
 Revision ID: 0016_inline_vectors
