@@ -293,6 +293,12 @@ SELECT id FROM ultron_record_hits(:tenant_id, CAST(:agent_id AS uuid), CAST(:mem
 -- Rebuild one tenant's term statistics (the lexical ranker's IDF) from its active memories.
 SELECT ultron_refresh_term_stats(:tenant_id) AS lexemes
 
+-- name: tenant_share
+-- A tenant's active memories at its last term-statistics refresh, and the planner's row estimate of the
+-- whole table (-1 before its first ANALYZE): whether its searches walk the HNSW index (service.py).
+SELECT (SELECT t.docs FROM term_totals t WHERE t.tenant_id = :tenant_id) AS docs,
+       (SELECT c.reltuples FROM pg_class c WHERE c.oid = CAST('memories' AS regclass)) AS rows
+
 -- name: raw_knn
 -- The bare pgvector HNSW k-nearest-neighbour query: the benchmark's baseline.
 SELECT m.id

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+import time
 import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -192,7 +193,13 @@ _SEARCH_SETTINGS = (
     "SELECT set_config('plan_cache_mode', 'force_generic_plan', true),"
     " set_config('hnsw.ef_search', '{ef}', true)"
 )
+# ...and, for a tenant that is most of the table, sorts off while it plans (see _fetch_on_generic_plan).
+_WALK_SETTING = ", set_config('enable_sort', 'off', true)"
 _DEFAULT_PLAN = "RESET plan_cache_mode"
+_DEFAULT_SORT = "RESET enable_sort"
+# A tenant holding at least this share of the memories walks the HNSW index (re-read once a minute).
+_WALK_SHARE = 0.5
+_WALK_TTL_S = 60.0
 _DEFAULT_EF_SEARCH = "RESET hnsw.ef_search"
 
 
@@ -215,7 +222,7 @@ def _raw_sql(statement: TextClause, dialect: Any) -> tuple[str, tuple[str, ...]]
 
 
 def _fetch_on_generic_plan(
-    session: Session, statement: TextClause, params: dict[str, Any], ef_search: int
+    session: Session, statement: TextClause, params: dict[str, Any], ef_search: int, walk: bool = False
 ) -> list[Any]:
     """Run the search statement on its generic plan and with its own `hnsw.ef_search`, in one round trip.
 
@@ -225,25 +232,37 @@ def _fetch_on_generic_plan(
     generic plan is asked for around this statement only, and the settings, the search and the RESETs go
     to the server together in one psycopg pipeline (with the transaction's BEGIN when it is the first).
     `ef_search` is the dense leg's HNSW candidate list; the connection's own (`hnsw_ef_search`, which the
-    dedup and cluster probes use) is back in force after it."""
+    dedup and cluster probes use) is back in force after it.
+
+    `walk` (the statement planned with `walk=True`, see `_search_sql`): sorts are off while it plans. In a
+    store of ~1-3k memories the planner costs a sort of the whole tenant below the HNSW walk, blind to
+    reading each vector back out of TOAST (4.4 ms against 0.5 ms at 1k); the sorts that have no other plan
+    stay. Only for a tenant that is most of the table: a small tenant among large ones keeps the sort of
+    its own rows, which beats a walk of everyone's graph that filters out all but a few."""
     raw = session.connection().connection.driver_connection
     assert raw is not None  # a checked-out connection always has one; SQLAlchemy types it Optional
     sql, names = _raw_sql(statement, session.get_bind().dialect)
     with raw.pipeline():
-        raw.execute(_SEARCH_SETTINGS.format(ef=int(ef_search)))
+        raw.execute(_SEARCH_SETTINGS.format(ef=int(ef_search)) + (_WALK_SETTING if walk else ""))
         cursor = RawCursor(raw, row_factory=namedtuple_row)
         cursor.execute(sql, [params[name] for name in names])
         raw.execute(_DEFAULT_PLAN)
         raw.execute(_DEFAULT_EF_SEARCH)
+        if walk:
+            raw.execute(_DEFAULT_SORT)
     return cursor.fetchall()
 
 
 @cache
-def _search_sql(tier: bool, candidates: int, pool: int) -> TextClause:
+def _search_sql(tier: bool, candidates: int, pool: int, walk: bool = False) -> TextClause:
     """search_memories as run: its pool sizes written in as literals and, without a tier, the tier lines
     dropped. A LIMIT or a `x IS NULL OR ...` switch left as a parameter makes the prepared statement's
-    generic plan guess (10 % of the table for a LIMIT): with them fixed, one plan fits every search."""
+    generic plan guess (10 % of the table for a LIMIT): with them fixed, one plan fits every search.
+    `walk`: the text planned with sorts off (_fetch_on_generic_plan), a statement of its own, since a
+    prepared statement keeps the plan made under the settings of its first run."""
     lines = q("search_memories").text.splitlines()
+    if walk:
+        lines.insert(0, "-- planned with sorts off: the dense leg walks the HNSW index")
     if not tier:
         lines = [line for line in lines if not line.rstrip().endswith("-- tier")]
     sql = "\n".join(lines)
@@ -414,6 +433,8 @@ class MemoryService:
         self.term_stats = term_stats
         # An admin's runtime changes per tenant (ultron/settings_store.py).
         self.runtime = runtime
+        # tenant -> (good until, monotonic; whether its searches walk the HNSW index): _walks_index
+        self._walk_cache: dict[UUID, tuple[float, bool]] = {}
 
     # --- helpers -------------------------------------------------------------------------------
 
@@ -1168,9 +1189,10 @@ class MemoryService:
         query = self.redactor.redact(query[:4000], policy).text if self.redactor is not None else query[:4000]
         vector = np.asarray(self.embedder.embed([query], kind="query")[0], dtype=np.float32)
         st = self.settings if self.runtime is None else self.runtime.for_tenant(session, actor.tenant_id)
-        statement = _search_sql(tier is not None, max(st.search_candidates, limit), st.fulltext_pool)
+        walk = self._walks_index(session, actor.tenant_id)
+        statement = _search_sql(tier is not None, max(st.search_candidates, limit), st.fulltext_pool, walk)
         params = self._search_params(actor, query, vector, tier, limit, st)
-        rows = _fetch_on_generic_plan(session, statement, params, st.search_ef_search)
+        rows = _fetch_on_generic_plan(session, statement, params, st.search_ef_search, walk)
         floor = self.settings.relevance_floor_for_model if min_relevance is None else min_relevance
         results = [self._search_result(row, detail_level, explain, floor, st) for row in rows]
         if explain:
@@ -1207,6 +1229,19 @@ class MemoryService:
         # match ("Priya: Night!") must not sit above the turn that answers ("... moving to Lisbon").
         # Serendipity's old memories (not matches) stay after every real result.
         return sorted(results, key=lambda r: (r.serendipity, r.confidence == "low"))
+
+    def _walks_index(self, session: Session, tenant_id: UUID) -> bool:
+        """Whether this tenant's searches plan their dense leg onto the HNSW index (_fetch_on_generic_plan):
+        when it holds at least _WALK_SHARE of the memories, by its active count at the last term-statistics
+        refresh against the table's row estimate. Re-read once a minute; unknown (no refresh yet): no."""
+        now = time.monotonic()
+        known = self._walk_cache.get(tenant_id)
+        if known is not None and known[0] > now:
+            return known[1]
+        row = session.execute(q("tenant_share"), {"tenant_id": tenant_id}).one()
+        walk = bool(row.docs and row.rows > 0 and row.docs >= _WALK_SHARE * row.rows)
+        self._walk_cache[tenant_id] = (now + _WALK_TTL_S, walk)
+        return walk
 
     def _search_params(
         self,
