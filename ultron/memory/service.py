@@ -193,14 +193,16 @@ _SEARCH_SETTINGS = (
     "SELECT set_config('plan_cache_mode', 'force_generic_plan', true),"
     " set_config('hnsw.ef_search', '{ef}', true)"
 )
-# ...and, for a tenant that is most of the table, sorts off while it plans (see _fetch_on_generic_plan).
-_WALK_SETTING = ", set_config('enable_sort', 'off', true)"
 _DEFAULT_PLAN = "RESET plan_cache_mode"
+_DEFAULT_EF_SEARCH = "RESET hnsw.ef_search"
+# ...and, for a tenant that is most of the table, sorts off while it plans (see _fetch_on_generic_plan):
+# the statement text that starts with _WALK_MARK (_search_sql) is the one planned so.
+_WALK_MARK = "-- planned with sorts off: the dense leg walks the HNSW index"
+_WALK_SETTING = ", set_config('enable_sort', 'off', true)"
 _DEFAULT_SORT = "RESET enable_sort"
 # A tenant holding at least this share of the memories walks the HNSW index (re-read once a minute).
 _WALK_SHARE = 0.5
 _WALK_TTL_S = 60.0
-_DEFAULT_EF_SEARCH = "RESET hnsw.ef_search"
 
 
 @cache
@@ -222,7 +224,7 @@ def _raw_sql(statement: TextClause, dialect: Any) -> tuple[str, tuple[str, ...]]
 
 
 def _fetch_on_generic_plan(
-    session: Session, statement: TextClause, params: dict[str, Any], ef_search: int, walk: bool = False
+    session: Session, statement: TextClause, params: dict[str, Any], ef_search: int
 ) -> list[Any]:
     """Run the search statement on its generic plan and with its own `hnsw.ef_search`, in one round trip.
 
@@ -234,7 +236,7 @@ def _fetch_on_generic_plan(
     `ef_search` is the dense leg's HNSW candidate list; the connection's own (`hnsw_ef_search`, which the
     dedup and cluster probes use) is back in force after it.
 
-    `walk` (the statement planned with `walk=True`, see `_search_sql`): sorts are off while it plans. In a
+    The walking statement (`_search_sql(..., walk=True)`, its text marked): sorts are off while it plans. In a
     store of ~1-3k memories the planner costs a sort of the whole tenant below the HNSW walk, blind to
     reading each vector back out of TOAST (4.4 ms against 0.5 ms at 1k); the sorts that have no other plan
     stay. Only for a tenant that is most of the table: a small tenant among large ones keeps the sort of
@@ -242,6 +244,7 @@ def _fetch_on_generic_plan(
     raw = session.connection().connection.driver_connection
     assert raw is not None  # a checked-out connection always has one; SQLAlchemy types it Optional
     sql, names = _raw_sql(statement, session.get_bind().dialect)
+    walk = statement.text.startswith(_WALK_MARK)  # the setting goes with the text its plan is cached under
     with raw.pipeline():
         raw.execute(_SEARCH_SETTINGS.format(ef=int(ef_search)) + (_WALK_SETTING if walk else ""))
         cursor = RawCursor(raw, row_factory=namedtuple_row)
@@ -262,7 +265,7 @@ def _search_sql(tier: bool, candidates: int, pool: int, walk: bool = False) -> T
     prepared statement keeps the plan made under the settings of its first run."""
     lines = q("search_memories").text.splitlines()
     if walk:
-        lines.insert(0, "-- planned with sorts off: the dense leg walks the HNSW index")
+        lines.insert(0, _WALK_MARK)
     if not tier:
         lines = [line for line in lines if not line.rstrip().endswith("-- tier")]
     sql = "\n".join(lines)
@@ -1192,7 +1195,7 @@ class MemoryService:
         walk = self._walks_index(session, actor.tenant_id)
         statement = _search_sql(tier is not None, max(st.search_candidates, limit), st.fulltext_pool, walk)
         params = self._search_params(actor, query, vector, tier, limit, st)
-        rows = _fetch_on_generic_plan(session, statement, params, st.search_ef_search, walk)
+        rows = _fetch_on_generic_plan(session, statement, params, st.search_ef_search)
         floor = self.settings.relevance_floor_for_model if min_relevance is None else min_relevance
         results = [self._search_result(row, detail_level, explain, floor, st) for row in rows]
         if explain:
