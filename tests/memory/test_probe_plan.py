@@ -16,7 +16,7 @@ from ultron.bench.clusters import _fill as fill_clusters
 from ultron.bench.core import Corpus, bulk_fill
 from ultron.clusters.service import SORT_OFF, WALK_MARK, _batch_probe_statement, raw_statement, unit
 from ultron.memory.schemas import UploadRequest
-from ultron.memory.service import _WALK_MARK, _nearest_params, _nearest_sql, _raw_sql
+from ultron.memory.service import _PROBE_WALK_MARK, _nearest_params, _nearest_sql, _raw_sql
 from ultron.tenancy import local_actor
 
 PROBE = "The nearest active memories of one type and scope"
@@ -47,7 +47,7 @@ def test_the_dedup_probe_walks_the_hnsw_index_in_a_small_store(store):
         ).all()
         probes = [(sql, runs) for sql, runs in prepared if PROBE in sql]
         # only the walking statement ran, and on a prepared plan
-        assert probes and all(sql.startswith(_WALK_MARK) and runs >= 1 for sql, runs in probes), probes
+        assert probes and all(sql.startswith(_PROBE_WALK_MARK) and runs >= 1 for sql, runs in probes), probes
         raw = s.connection().connection.driver_connection
         p = hub.memory._prepare(UploadRequest(**corpus.memory()), actor)
         sql, names = _raw_sql(_nearest_sql(True), s.get_bind().dialect)
@@ -72,7 +72,7 @@ def test_a_batch_probes_on_the_walking_statement(store):
         assert s.execute(text("SHOW enable_sort")).scalar_one() == "on"
         statements = s.execute(text("SELECT statement FROM pg_prepared_statements")).scalars().all()
     probes = [sql for sql in statements if PROBE in sql]
-    assert probes and all(sql.startswith(_WALK_MARK) for sql in probes), probes
+    assert probes and all(sql.startswith(_PROBE_WALK_MARK) for sql in probes), probes
 
 
 def _other_tenant(hub) -> uuid.UUID:  # type: ignore[no-untyped-def]

@@ -204,8 +204,9 @@ _DEFAULT_SORT = "RESET enable_sort"
 _WALK_SHARE = 0.5
 _WALK_TTL_S = 60.0
 # The dedup probe's own walk: the same rule, its setting sent alone (the probe keeps the connection's
-# plan choice and `hnsw.ef_search`).
+# plan choice and `hnsw.ef_search`), its text marked as the search's is.
 _SORT_OFF = "SELECT set_config('enable_sort', 'off', true)"
+_PROBE_WALK_MARK = "-- planned with sorts off: the dedup probe walks the HNSW index"
 
 
 @cache
@@ -216,7 +217,7 @@ def _nearest_sql(walk: bool) -> TextClause:
     walking the index), and a planner working from statistics older than a bulk load does it at any size
     (12-15 ms a probe at 3k, 19k buffers)."""
     statement = q("nearest_same_type")
-    return text(f"{_WALK_MARK}\n{statement.text}") if walk else statement
+    return text(f"{_PROBE_WALK_MARK}\n{statement.text}") if walk else statement
 
 
 @cache
