@@ -132,3 +132,28 @@ def test_the_cluster_probes_walk_the_hnsw_index_for_a_tenant_that_is_most_of_the
     )
     assert "Index Scan using ix_knowledge_clusters_centroid_hnsw" in batch_plan, batch_plan
     assert "Seq Scan on knowledge_clusters" not in batch_plan, batch_plan
+
+
+def test_the_term_statistics_keeper_analyzes_the_tables_a_bulk_load_left_behind(make_hub):
+    # A batch load into a fresh store leaves the planner's row estimate far behind (autovacuum analyzes at
+    # most once a minute): the keeper, which rebuilds the term statistics after a load, analyzes too.
+    from ultron.memory.termstats import STALE_MIN, TermStatsKeeper
+
+    hub = make_hub()
+    keeper = TermStatsKeeper(hub.db)  # not started: nothing runs behind the test's back
+    corpus = Corpus(seed=6)
+    count = STALE_MIN + 100
+    with hub.db.session() as s:
+        actor = local_actor(s)
+        s.execute(text("ANALYZE memories"))  # the estimate as of an almost empty table
+        reqs = [UploadRequest(**corpus.memory()) for _ in range(count)]
+        hub.memory.upload_batch(s, actor, reqs, hub.memory.prepare_batch(reqs, actor))
+    estimate = "SELECT reltuples FROM pg_class WHERE oid = 'memories'::regclass"
+    with hub.db.session() as s:
+        assert s.execute(text(estimate)).scalar_one() < count / 2
+    keeper.refresh(actor.tenant_id)
+    assert keeper.analyzed == 1
+    with hub.db.session() as s:
+        assert s.execute(text(estimate)).scalar_one() >= count * 0.9
+    keeper.refresh(actor.tenant_id)  # the estimate is fresh now: no second ANALYZE
+    assert keeper.analyzed == 1

@@ -112,9 +112,10 @@ _PARAM = re.compile(r"(?<![:\w]):(\w+)")
 
 # A tenant holding at least this share of the clusters (by the planner's statistics: its frequency among
 # the table's most common tenants at the last ANALYZE) plans its probes with sorts off: they walk the HNSW
-# index. Re-read once a minute.
+# index. Re-read once a minute (a no: every 10 s).
 WALK_SHARE = 0.5
 WALK_TTL_S = 60.0
+NO_WALK_TTL_S = 10.0  # a "no" is re-read sooner: a store loading in bulk is analyzed within seconds
 WALK_MARK = "-- planned with sorts off: the probe walks the HNSW index"
 SORT_OFF = "SELECT set_config('enable_sort', 'off', true)"
 SORT_DEFAULT = "RESET enable_sort"
@@ -228,14 +229,15 @@ class ClusterService:
         clusters the planner costs a sort of every centroid below the walk, blind to reading each one
         back out of TOAST (a batch's probe: 6 ms a vector at 1.8k clusters, 29k buffers for five); a small
         tenant among large ones keeps the sort of its own few rows, which beats walking everyone's graph.
-        No statistics yet (the table never analyzed): the planner's choice. Re-read once a minute."""
+        No statistics yet (the table never analyzed): the planner's choice. Re-read once a minute (a no:
+        every 10 s)."""
         now = time.monotonic()
         known = self._walk_cache.get(tenant_id)
         if known is not None and known[0] > now:
             return known[1]
         share = session.execute(q("cluster_tenant_share"), {"tenant_id": str(tenant_id)}).scalar()
         walk = share is not None and float(share) >= WALK_SHARE
-        self._walk_cache[tenant_id] = (now + WALK_TTL_S, walk)
+        self._walk_cache[tenant_id] = (now + (WALK_TTL_S if walk else NO_WALK_TTL_S), walk)
         return walk
 
     # --- membership ------------------------------------------------------------------------------

@@ -203,6 +203,9 @@ _DEFAULT_SORT = "RESET enable_sort"
 # A tenant holding at least this share of the memories walks the HNSW index (re-read once a minute).
 _WALK_SHARE = 0.5
 _WALK_TTL_S = 60.0
+# A "no" is re-read sooner: a store that is loading in bulk gets its statistics (and the walk) within seconds
+# of the term-statistics keeper's ANALYZE (memory/termstats.py).
+_NO_WALK_TTL_S = 10.0
 # The dedup probe's own walk: the same rule, its setting sent alone (the probe keeps the connection's
 # plan choice and `hnsw.ef_search`), its text marked as the search's is.
 _SORT_OFF = "SELECT set_config('enable_sort', 'off', true)"
@@ -1266,14 +1269,15 @@ class MemoryService:
     def _walks_index(self, session: Session, tenant_id: UUID) -> bool:
         """Whether this tenant's searches plan their dense leg onto the HNSW index (_fetch_on_generic_plan):
         when it holds at least _WALK_SHARE of the memories, by its active count at the last term-statistics
-        refresh against the table's row estimate. Re-read once a minute; unknown (no refresh yet): no."""
+        refresh against the table's row estimate. Re-read once a minute (a no: every 10 s); unknown (no
+        refresh yet): no."""
         now = time.monotonic()
         known = self._walk_cache.get(tenant_id)
         if known is not None and known[0] > now:
             return known[1]
         row = session.execute(q("tenant_share"), {"tenant_id": tenant_id}).one()
         walk = bool(row.docs and row.rows > 0 and row.docs >= _WALK_SHARE * row.rows)
-        self._walk_cache[tenant_id] = (now + _WALK_TTL_S, walk)
+        self._walk_cache[tenant_id] = (now + (_WALK_TTL_S if walk else _NO_WALK_TTL_S), walk)
         return walk
 
     def _search_params(
