@@ -157,3 +157,19 @@ def test_the_term_statistics_keeper_analyzes_the_tables_a_bulk_load_left_behind(
         assert s.execute(text(estimate)).scalar_one() >= count * 0.9
     keeper.refresh(actor.tenant_id)  # the estimate is fresh now: no second ANALYZE
     assert keeper.analyzed == 1
+
+
+def test_the_keepers_analyze_gives_way_to_one_already_running(make_hub):
+    # Autovacuum's VACUUM or ANALYZE holds the lock ANALYZE needs: the keeper's thread does not wait behind
+    # it (its term statistics would wait too), and asks again at its next rebuild.
+    from ultron.memory.termstats import TermStatsKeeper
+
+    hub = make_hub()
+    keeper = TermStatsKeeper(hub.db)
+    with hub.db.engine.connect() as other:
+        other.execute(text("LOCK TABLE knowledge_clusters IN SHARE UPDATE EXCLUSIVE MODE"))  # as VACUUM does
+        keeper.analyze()
+        assert keeper.analyzed == 0
+        other.rollback()
+    keeper.analyze()
+    assert keeper.analyzed == 1

@@ -22,6 +22,9 @@ import logging
 import threading
 from uuid import UUID
 
+from sqlalchemy import text
+from sqlalchemy.exc import OperationalError
+
 from ultron.db.engine import Database
 from ultron.db.queries import q
 
@@ -33,6 +36,8 @@ SHARE = 0.05
 # estimate, and at least STALE_MIN memories (below that any plan is cheap).
 STALE_FACTOR = 2.0
 STALE_MIN = 200
+ANALYZE_LOCK_TIMEOUT = "2s"
+LOCK_NOT_AVAILABLE = "55P03"
 
 
 class TermStatsKeeper:
@@ -49,10 +54,21 @@ class TermStatsKeeper:
         self.analyzed = 0
 
     def analyze(self) -> None:
-        """ANALYZE the tables an upload's probes read, in a transaction of its own."""
+        """ANALYZE the tables an upload's probes read, in a transaction of its own. It waits at most
+        ANALYZE_LOCK_TIMEOUT for a VACUUM or ANALYZE already running on them (autovacuum's: then the next
+        rebuild tries again); a server that refuses it for good (a role that does not own the tables) is
+        not asked again."""
         try:
             with self.db.session() as session:
+                session.execute(text(f"SET LOCAL lock_timeout = '{ANALYZE_LOCK_TIMEOUT}'"))
                 session.execute(q("analyze_probed_tables"))
+        except OperationalError as exc:
+            if getattr(exc.orig, "sqlstate", None) == LOCK_NOT_AVAILABLE:
+                log.info("ANALYZE of the memory tables waited too long for another; the next rebuild retries")
+                return
+            log.warning("ANALYZE of the memory tables failed; leaving it to autovacuum", exc_info=True)
+            self._analyze = False
+            return
         except Exception:
             log.warning("ANALYZE of the memory tables failed; leaving it to autovacuum", exc_info=True)
             self._analyze = False
