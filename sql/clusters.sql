@@ -455,3 +455,11 @@ SELECT u.memory_id, u.cluster_id, :tenant_id, u.v
 FROM unnest(CAST(:memory_ids AS uuid[]), CAST(:cluster_ids AS uuid[]), CAST(:vs AS vector[]))
      WITH ORDINALITY AS u(memory_id, cluster_id, v, ord)
 ORDER BY u.ord
+
+-- name: cluster_tenant_share
+-- A tenant's share of the clusters by the planner's statistics (its frequency among the most common
+-- tenant_id values at the last ANALYZE; NULL when the table has no statistics or the tenant is not among
+-- them): whether its probes walk the HNSW index (ClusterService.walks_index).
+SELECT s.most_common_freqs[array_position(CAST(CAST(s.most_common_vals AS text) AS text[]), :tenant_id)]
+FROM pg_stats s
+WHERE s.schemaname = current_schema() AND s.tablename = 'knowledge_clusters' AND s.attname = 'tenant_id'

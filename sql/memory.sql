@@ -324,3 +324,12 @@ DO UPDATE SET contributions = memory_sources.contributions + excluded.contributi
 -- name: term_totals_docs
 -- How many active memories a tenant had at its last term-statistics rebuild.
 SELECT docs FROM term_totals WHERE tenant_id = :tenant_id
+
+-- name: memories_row_estimate
+-- The planner's row estimate of the memories table (-1 before its first ANALYZE): TermStatsKeeper compares
+-- a tenant's count with it.
+SELECT c.reltuples FROM pg_class c WHERE c.oid = CAST('memories' AS regclass)
+
+-- name: analyze_probed_tables
+-- The planner's statistics of the tables an upload's dedup and cluster probes read (TermStatsKeeper).
+ANALYZE memories, knowledge_clusters

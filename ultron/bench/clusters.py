@@ -152,10 +152,13 @@ class Size:
             # The connection checkout and BEGIN outside the timed statement (on a loaded box they cost
             # several ms, alike for both, and would pull the ratio towards 1).
             s.execute(text("SELECT 1"))
+            # Planned as the assignment's probe is: walking the HNSW index, sorts off, where the tenant is
+            # most of the table (ClusterService.walks_index; at 1k clusters the planner would sort them all).
+            walk = self.service.walks_index(s, self.tenant_id)
             before = time.perf_counter()
             # Sent as the assignment sends its statement (a psycopg RawCursor, `$n` placeholders, the LIMIT
             # a literal, so a prepared generic plan): the same client path on both sides.
-            run_raw(s, which, self._params(vector))
+            run_raw(s, which, self._params(vector), walk)
             return (time.perf_counter() - before) * 1000.0
 
     def assign(

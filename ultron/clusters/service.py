@@ -20,6 +20,7 @@ CENTROID_DRIFT_COSINE: most joins then update no indexed column (a HOT update, n
 from __future__ import annotations
 
 import re
+import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from datetime import datetime
@@ -109,8 +110,19 @@ def join_score(v: np.ndarray, mean: Any) -> float:
 _PARAM = re.compile(r"(?<![:\w]):(\w+)")
 
 
+# A tenant holding at least this share of the clusters (by the planner's statistics: its frequency among
+# the table's most common tenants at the last ANALYZE) plans its probes with sorts off: they walk the HNSW
+# index. Re-read once a minute (a no: every 10 s).
+WALK_SHARE = 0.5
+WALK_TTL_S = 60.0
+NO_WALK_TTL_S = 10.0  # a "no" is re-read sooner: a store loading in bulk is analyzed within seconds
+WALK_MARK = "-- planned with sorts off: the probe walks the HNSW index"
+SORT_OFF = "SELECT set_config('enable_sort', 'off', true)"
+SORT_DEFAULT = "RESET enable_sort"
+
+
 @cache
-def raw_statement(name: str) -> tuple[str, tuple[str, ...]]:
+def raw_statement(name: str, walk: bool = False) -> tuple[str, tuple[str, ...]]:
     """The named statement as ClusterService sends it, and its parameter names in `$n` order: comment lines
     dropped, PROBE_CANDIDATES written into its LIMIT, PostgreSQL's own `$n` placeholders (for a psycopg
     RawCursor, `run_raw`).
@@ -122,16 +134,27 @@ def raw_statement(name: str) -> tuple[str, tuple[str, ...]]:
     with its comments is 5 KB), and SQLAlchemy's execute path adds its own; a RawCursor with `$n` sends the
     text as is (measured at 10k clusters: 3.56 against 3.94 ms per statement, docs/skills.md, stop 17)."""
     body = "\n".join(line for line in q(name).text.splitlines() if not line.lstrip().startswith("--"))
+    if (
+        walk
+    ):  # its own text, so its own prepared statement: a plan is cached under the settings of its first run
+        body = f"{WALK_MARK}\n{body}"
     return dollar_params(body.replace(":limit", str(PROBE_CANDIDATES)), _PARAM)
 
 
-def run_raw(session: Session, name: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
-    """`raw_statement(name)` in the session's transaction, through the driver's own cursor: its rows."""
+def run_raw(session: Session, name: str, params: dict[str, Any], walk: bool = False) -> list[tuple[Any, ...]]:
+    """`raw_statement(name)` in the session's transaction, through the driver's own cursor: its rows.
+    `walk`: planned with sorts off, the setting and its RESET in the same round trip (a psycopg pipeline)."""
     raw = session.connection().connection.driver_connection
     assert raw is not None  # a checked-out connection always has one; SQLAlchemy types it Optional
-    sql, names = raw_statement(name)
+    sql, names = raw_statement(name, walk)
     cursor = RawCursor(raw)
-    cursor.execute(sql, [params[n] for n in names])
+    if not walk:
+        cursor.execute(sql, [params[n] for n in names])
+        return cursor.fetchall()
+    with raw.pipeline():
+        raw.execute(SORT_OFF)
+        cursor.execute(sql, [params[n] for n in names])
+        raw.execute(SORT_DEFAULT)
     return cursor.fetchall()
 
 
@@ -198,6 +221,24 @@ class ClusterService:
     def __init__(self, settings: Settings, intelligence: Any = None):
         self.settings = settings
         self.intelligence = intelligence
+        self._walk_cache: dict[UUID, tuple[float, bool]] = {}
+
+    def walks_index(self, session: Session, tenant_id: UUID) -> bool:
+        """Whether this tenant's assignments plan their nearest-centroid probe onto the HNSW index, sorts
+        off: when the planner's statistics say it holds at least WALK_SHARE of the clusters. With ~1-3k
+        clusters the planner costs a sort of every centroid below the walk, blind to reading each one
+        back out of TOAST (a batch's probe: 6 ms a vector at 1.8k clusters, 29k buffers for five); a small
+        tenant among large ones keeps the sort of its own few rows, which beats walking everyone's graph.
+        No statistics yet (the table never analyzed): the planner's choice. Re-read once a minute (a no:
+        every 10 s)."""
+        now = time.monotonic()
+        known = self._walk_cache.get(tenant_id)
+        if known is not None and known[0] > now:
+            return known[1]
+        share = session.execute(q("cluster_tenant_share"), {"tenant_id": str(tenant_id)}).scalar()
+        walk = share is not None and float(share) >= WALK_SHARE
+        self._walk_cache[tenant_id] = (now + (WALK_TTL_S if walk else NO_WALK_TTL_S), walk)
+        return walk
 
     # --- membership ------------------------------------------------------------------------------
 
@@ -216,7 +257,7 @@ class ClusterService:
             "drift": CENTROID_DRIFT_COSINE,
             "unindexed_max": UNINDEXED_MAX,
         }
-        ((cluster_id,),) = run_raw(session, "assign_cluster", params)
+        ((cluster_id,),) = run_raw(session, "assign_cluster", params, self.walks_index(session, tenant_id))
         _forget(session, cluster_id, tenant_id)
         return cluster_id
 
@@ -394,9 +435,11 @@ DECIDE_MARGIN = 1e-5
 
 
 @cache
-def _batch_probe_statement() -> TextClause:
-    """assign_clusters_probe with its LIMIT written in (the generic plan, as in `raw_statement`)."""
-    return text(q("assign_clusters_probe").text.replace(":limit", str(PROBE_CANDIDATES + PROBE_EXTRA)))
+def _batch_probe_statement(walk: bool = False) -> TextClause:
+    """assign_clusters_probe with its LIMIT written in (the generic plan, as in `raw_statement`); `walk`: its
+    text marked, planned with sorts off (ClusterService.walks_index)."""
+    sql = q("assign_clusters_probe").text.replace(":limit", str(PROBE_CANDIDATES + PROBE_EXTRA))
+    return text(f"{WALK_MARK}\n{sql}" if walk else sql)
 
 
 class _Replayed:
@@ -454,8 +497,13 @@ def _assign_many(
     vs = [unit(vector).astype(np.float32) for _, vector in items]
     limit = PROBE_CANDIDATES + PROBE_EXTRA
     probes: list[list[tuple[UUID, float]]] = [[] for _ in vs]
-    for row in session.execute(_batch_probe_statement(), {"tenant_id": tenant_id, "vs": vs}):
+    walk = service.walks_index(session, tenant_id)
+    if walk:
+        session.execute(text(SORT_OFF))
+    for row in session.execute(_batch_probe_statement(walk), {"tenant_id": tenant_id, "vs": vs}):
         probes[row.ord - 1].append((row.id, float(row.distance)))
+    if walk:
+        session.execute(text(SORT_DEFAULT))
     wanted = sorted({cid for probe in probes for cid, _ in probe})
     state: dict[UUID, _Replayed] = {}
     for row in session.execute(q("assign_clusters_state"), {"tenant_id": tenant_id, "ids": wanted}):

@@ -8,6 +8,12 @@ request path (a process that has not rebuilt a tenant yet counts its size as 0: 
 after MIN_CHANGES uploads, so a handful of uploads never triggers a background write). Stale statistics
 only blur IDF (a new term counts as rare); with none yet every term weighs the same. They never hide a
 memory.
+
+The same pass keeps the planner's own statistics from falling far behind a bulk load: autovacuum analyzes
+a table at most once a minute, and a table analyzed while it held a few rows is estimated near that size,
+so an upload's probes planned from it sort every row instead of walking the HNSW index (a 500-item batch
+into 3k memories: 41 ms a memory instead of 9.5; docs/benchmarks.md, stop 20). When one tenant alone holds
+more than STALE_FACTOR times the table's row estimate, the keeper analyzes the tables the probes read.
 """
 
 from __future__ import annotations
@@ -16,6 +22,9 @@ import logging
 import threading
 from uuid import UUID
 
+from sqlalchemy import text
+from sqlalchemy.exc import OperationalError
+
 from ultron.db.engine import Database
 from ultron.db.queries import q
 
@@ -23,6 +32,12 @@ log = logging.getLogger(__name__)
 
 MIN_CHANGES = 20
 SHARE = 0.05
+# The planner's statistics are refreshed (ANALYZE) when a tenant holds this many times the table's row
+# estimate, and at least STALE_MIN memories (below that any plan is cheap).
+STALE_FACTOR = 2.0
+STALE_MIN = 200
+ANALYZE_LOCK_TIMEOUT = "2s"
+LOCK_NOT_AVAILABLE = "55P03"
 
 
 class TermStatsKeeper:
@@ -35,6 +50,30 @@ class TermStatsKeeper:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._analyze = True  # off for good once the server refuses (a role that does not own the tables)
+        self.analyzed = 0
+
+    def analyze(self) -> None:
+        """ANALYZE the tables an upload's probes read, in a transaction of its own. It waits at most
+        ANALYZE_LOCK_TIMEOUT for a VACUUM or ANALYZE already running on them (autovacuum's: then the next
+        rebuild tries again); a server that refuses it for good (a role that does not own the tables) is
+        not asked again."""
+        try:
+            with self.db.session() as session:
+                session.execute(text(f"SET LOCAL lock_timeout = '{ANALYZE_LOCK_TIMEOUT}'"))
+                session.execute(q("analyze_probed_tables"))
+        except OperationalError as exc:
+            if getattr(exc.orig, "sqlstate", None) == LOCK_NOT_AVAILABLE:
+                log.info("ANALYZE of the memory tables waited too long for another; the next rebuild retries")
+                return
+            log.warning("ANALYZE of the memory tables failed; leaving it to autovacuum", exc_info=True)
+            self._analyze = False
+            return
+        except Exception:
+            log.warning("ANALYZE of the memory tables failed; leaving it to autovacuum", exc_info=True)
+            self._analyze = False
+            return
+        self.analyzed += 1
 
     def changed(self, tenant_id: UUID, n: int = 1) -> None:
         """Called after a memory of the tenant was created or its text rewritten."""
@@ -54,6 +93,13 @@ class TermStatsKeeper:
                 session.execute(q("refresh_term_stats"), {"tenant_id": tenant_id}).scalar_one() or 0
             )
             docs = session.execute(q("term_totals_docs"), {"tenant_id": tenant_id}).scalar_one_or_none()
+            estimate = session.execute(q("memories_row_estimate")).scalar_one()
+        if (
+            self._analyze
+            and (docs or 0) >= STALE_MIN
+            and (docs or 0) > STALE_FACTOR * max(float(estimate), 1.0)
+        ):
+            self.analyze()
         with self._lock:
             self._changes[tenant_id] = 0
             self._size[tenant_id] = int(docs or 0)
