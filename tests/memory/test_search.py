@@ -71,7 +71,8 @@ def test_most_relevant_first_and_explain_components_multiply(hub):
     w = hub.settings.time_decay_weight
     assert e.hotness == pytest.approx(math.exp(-hub.settings.decay_alpha * e.days_since_hit), rel=1e-6)
     # The companion's factors (freshness for a memory minutes old, urgency, importance, ...) multiply too.
-    companion = math.prod(f or 1.0 for f in (e.freshness, e.urgency, e.importance, e.resolved, e.entity))
+    factors = (e.freshness, e.urgency, e.importance, e.resolved, e.entity, e.question)
+    companion = math.prod(f or 1.0 for f in factors)
     assert e.freshness is not None and e.freshness > 1
     base = e.relevance * e.tier_boost * (1 - w + w * e.hotness)
     assert e.score == pytest.approx(base * companion, rel=1e-4)
@@ -248,3 +249,31 @@ def test_a_search_record_is_the_memory_s_full_record_projected(hub):
         assert found == expected and found.model_fields_set == expected.model_fields_set
         assert [type(v) for v in found.__dict__.values()] == [type(v) for v in expected.__dict__.values()]
         assert found.model_dump_json() == expected.model_dump_json()
+
+
+def test_a_memory_that_only_asks_sinks_below_the_answer_found_with_it(make_hub):
+    # A chat's question turn shares the asker's words and answers nothing; on the conversation suite such
+    # turns were the top result for 28 of the 69 questions whose evidence was not first. A memory that asks
+    # and holds its resolution is an answer and keeps its score.
+    def ranked(**settings):  # type: ignore[no-untyped-def]
+        hub = make_hub(dedup_similarity_threshold=0.999, dedup_soft_threshold=0.999, **settings)
+        names = {
+            add(hub, "So how's the warehouse migration going?").id: "asks",
+            add(
+                hub, "We moved the whole warehouse to Snowflake last week, the migration went fine."
+            ).id: "answer",
+            add(
+                hub, "How do I migrate the warehouse schema?", resolution="run dbt with --full-refresh"
+            ).id: "howto",
+        }
+        results = search(hub, "What happened with the warehouse migration?", explain=True)
+        return [(names[r.record.id], r) for r in results]
+
+    results = ranked()
+    assert [name for name, _ in results][:2] == ["answer", "asks"]
+    factors = {name: r.explain.question for name, r in results}
+    assert factors == {"asks": 0.8, "answer": None, "howto": None}
+    scores = [r.score for _, r in results if r.confidence == "high"]
+    assert scores == sorted(scores, reverse=True)
+    # Unweighted (1.0), the question turn came first: the behaviour this replaces.
+    assert [name for name, _ in ranked(question_weight=1.0)][0] == "asks"

@@ -175,6 +175,9 @@ class ScoreComponents(BaseModel):
     resolved: float | None = Field(None, description="Factor a resolved memory is sunk by")
     urgency: float | None = Field(None, description="Factor high arousal adds")
     freshness: float | None = Field(None, description="Factor a memory gets in its first hours")
+    question: float | None = Field(
+        None, description="Factor a memory that only asks is sunk by (a question with no resolution)"
+    )
     entity: float | None = Field(None, description="Factor for people/places/projects shared with the query")
     entities: list[str] | None = Field(None, description="The entities this memory shares with the query")
 
