@@ -295,7 +295,8 @@ SELECT ultron_refresh_term_stats(:tenant_id) AS lexemes
 
 -- name: tenant_share
 -- A tenant's active memories at its last term-statistics refresh, and the planner's row estimate of the
--- whole table (-1 before its first ANALYZE): whether its searches walk the HNSW index (service.py).
+-- whole table (-1 before its first ANALYZE): whether its searches walk the HNSW index (service.py), and
+-- whether the term-statistics keeper analyzes the tables after a bulk load (termstats.py).
 SELECT (SELECT t.docs FROM term_totals t WHERE t.tenant_id = :tenant_id) AS docs,
        (SELECT c.reltuples FROM pg_class c WHERE c.oid = CAST('memories' AS regclass)) AS rows
 
@@ -320,15 +321,6 @@ SELECT :winner_id, m.segment_id, m.session_id, :tenant_id, 'merged', m.contribut
 FROM moved m
 ON CONFLICT (memory_id, segment_id, tenant_id)
 DO UPDATE SET contributions = memory_sources.contributions + excluded.contributions
-
--- name: term_totals_docs
--- How many active memories a tenant had at its last term-statistics rebuild.
-SELECT docs FROM term_totals WHERE tenant_id = :tenant_id
-
--- name: memories_row_estimate
--- The planner's row estimate of the memories table (-1 before its first ANALYZE): TermStatsKeeper compares
--- a tenant's count with it.
-SELECT c.reltuples FROM pg_class c WHERE c.oid = CAST('memories' AS regclass)
 
 -- name: analyze_probed_tables
 -- The planner's statistics of the tables an upload's dedup and cluster probes read (TermStatsKeeper).

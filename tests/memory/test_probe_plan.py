@@ -14,7 +14,8 @@ from sqlalchemy import text
 from tests.memory.test_search_plan import _explain_generic
 from ultron.bench.clusters import _fill as fill_clusters
 from ultron.bench.core import Corpus, bulk_fill
-from ultron.clusters.service import SORT_OFF, WALK_MARK, _batch_probe_statement, raw_statement, unit
+from ultron.clusters.service import WALK_MARK, _batch_probe_statement, raw_statement, unit
+from ultron.db.plans import SORT_OFF
 from ultron.memory.schemas import UploadRequest
 from ultron.memory.service import _PROBE_WALK_MARK, _nearest_params, _nearest_sql, _raw_sql
 from ultron.tenancy import local_actor

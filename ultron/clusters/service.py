@@ -20,7 +20,6 @@ CENTROID_DRIFT_COSINE: most joins then update no indexed column (a HOT update, n
 from __future__ import annotations
 
 import re
-import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from datetime import datetime
@@ -36,6 +35,7 @@ from sqlalchemy.orm.util import identity_key
 
 from ultron.config import Settings
 from ultron.db.models import ClusterMember, KnowledgeCluster, Memory
+from ultron.db.plans import SORT_DEFAULT, SORT_OFF, WALK_SHARE, WalkCache
 from ultron.db.queries import dollar_params, q
 from ultron.providers.hashing import STOPWORDS
 from ultron.providers.tokens import truncate_to_tokens
@@ -110,15 +110,10 @@ def join_score(v: np.ndarray, mean: Any) -> float:
 _PARAM = re.compile(r"(?<![:\w]):(\w+)")
 
 
-# A tenant holding at least this share of the clusters (by the planner's statistics: its frequency among
+# A tenant holding at least WALK_SHARE of the clusters (by the planner's statistics: its frequency among
 # the table's most common tenants at the last ANALYZE) plans its probes with sorts off: they walk the HNSW
-# index. Re-read once a minute (a no: every 10 s).
-WALK_SHARE = 0.5
-WALK_TTL_S = 60.0
-NO_WALK_TTL_S = 10.0  # a "no" is re-read sooner: a store loading in bulk is analyzed within seconds
+# index (ultron/db/plans.py).
 WALK_MARK = "-- planned with sorts off: the probe walks the HNSW index"
-SORT_OFF = "SELECT set_config('enable_sort', 'off', true)"
-SORT_DEFAULT = "RESET enable_sort"
 
 
 @cache
@@ -134,9 +129,8 @@ def raw_statement(name: str, walk: bool = False) -> tuple[str, tuple[str, ...]]:
     with its comments is 5 KB), and SQLAlchemy's execute path adds its own; a RawCursor with `$n` sends the
     text as is (measured at 10k clusters: 3.56 against 3.94 ms per statement, docs/skills.md, stop 17)."""
     body = "\n".join(line for line in q(name).text.splitlines() if not line.lstrip().startswith("--"))
-    if (
-        walk
-    ):  # its own text, so its own prepared statement: a plan is cached under the settings of its first run
+    # A walking text of its own, so its own prepared statement: a plan keeps its first run's settings.
+    if walk:
         body = f"{WALK_MARK}\n{body}"
     return dollar_params(body.replace(":limit", str(PROBE_CANDIDATES)), _PARAM)
 
@@ -221,7 +215,7 @@ class ClusterService:
     def __init__(self, settings: Settings, intelligence: Any = None):
         self.settings = settings
         self.intelligence = intelligence
-        self._walk_cache: dict[UUID, tuple[float, bool]] = {}
+        self._walk_cache = WalkCache()
 
     def walks_index(self, session: Session, tenant_id: UUID) -> bool:
         """Whether this tenant's assignments plan their nearest-centroid probe onto the HNSW index, sorts
@@ -231,14 +225,12 @@ class ClusterService:
         tenant among large ones keeps the sort of its own few rows, which beats walking everyone's graph.
         No statistics yet (the table never analyzed): the planner's choice. Re-read once a minute (a no:
         every 10 s)."""
-        now = time.monotonic()
-        known = self._walk_cache.get(tenant_id)
-        if known is not None and known[0] > now:
-            return known[1]
-        share = session.execute(q("cluster_tenant_share"), {"tenant_id": str(tenant_id)}).scalar()
-        walk = share is not None and float(share) >= WALK_SHARE
-        self._walk_cache[tenant_id] = (now + (WALK_TTL_S if walk else NO_WALK_TTL_S), walk)
-        return walk
+
+        def read() -> bool:
+            share = session.execute(q("cluster_tenant_share"), {"tenant_id": str(tenant_id)}).scalar()
+            return share is not None and float(share) >= WALK_SHARE
+
+        return self._walk_cache.get(tenant_id, read)
 
     # --- membership ------------------------------------------------------------------------------
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-import time
 import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -40,6 +39,7 @@ from sqlalchemy.orm import Session
 
 from ultron.config import Settings
 from ultron.db.models import ActivityEvent, Agent, Memory, MemoryContribution
+from ultron.db.plans import SORT_DEFAULT, SORT_OFF, WALK_SHARE, WalkCache
 from ultron.db.queries import dollar_params, q
 from ultron.errors import Forbidden, NotFound, UltronError, ValidationFailed
 from ultron.memory import document, fulltext
@@ -196,19 +196,11 @@ _SEARCH_SETTINGS = (
 _DEFAULT_PLAN = "RESET plan_cache_mode"
 _DEFAULT_EF_SEARCH = "RESET hnsw.ef_search"
 # ...and, for a tenant that is most of the table, sorts off while it plans (see _fetch_on_generic_plan):
-# the statement text that starts with _WALK_MARK (_search_sql) is the one planned so.
+# the statement text that starts with _WALK_MARK (_search_sql) is the one planned so (ultron/db/plans.py).
 _WALK_MARK = "-- planned with sorts off: the dense leg walks the HNSW index"
 _WALK_SETTING = ", set_config('enable_sort', 'off', true)"
-_DEFAULT_SORT = "RESET enable_sort"
-# A tenant holding at least this share of the memories walks the HNSW index (re-read once a minute).
-_WALK_SHARE = 0.5
-_WALK_TTL_S = 60.0
-# A "no" is re-read sooner: a store that is loading in bulk gets its statistics (and the walk) within seconds
-# of the term-statistics keeper's ANALYZE (memory/termstats.py).
-_NO_WALK_TTL_S = 10.0
-# The dedup probe's own walk: the same rule, its setting sent alone (the probe keeps the connection's
-# plan choice and `hnsw.ef_search`), its text marked as the search's is.
-_SORT_OFF = "SELECT set_config('enable_sort', 'off', true)"
+# The dedup probe's own walk: the same rule, SORT_OFF sent alone (the probe keeps the connection's plan
+# choice and `hnsw.ef_search`), its text marked as the search's is.
 _PROBE_WALK_MARK = "-- planned with sorts off: the dedup probe walks the HNSW index"
 
 
@@ -270,7 +262,7 @@ def _fetch_on_generic_plan(
         raw.execute(_DEFAULT_PLAN)
         raw.execute(_DEFAULT_EF_SEARCH)
         if walk:
-            raw.execute(_DEFAULT_SORT)
+            raw.execute(SORT_DEFAULT)
     return cursor.fetchall()
 
 
@@ -478,7 +470,7 @@ class MemoryService:
         # An admin's runtime changes per tenant (ultron/settings_store.py).
         self.runtime = runtime
         # tenant -> (good until, monotonic; whether its searches walk the HNSW index): _walks_index
-        self._walk_cache: dict[UUID, tuple[float, bool]] = {}
+        self._walk_cache = WalkCache()
 
     # --- helpers -------------------------------------------------------------------------------
 
@@ -569,10 +561,10 @@ class MemoryService:
     def _nearest(self, session: Session, actor: Actor, p: _Prepared) -> list[tuple[UUID, float]]:
         walk = self._walks_index(session, actor.tenant_id)
         if walk:
-            session.execute(text(_SORT_OFF))
+            session.execute(text(SORT_OFF))
         rows = session.execute(_nearest_sql(walk), _nearest_params(actor, p)).all()
         if walk:
-            session.execute(text(_DEFAULT_SORT))
+            session.execute(text(SORT_DEFAULT))
         return [(row.id, float(row.similarity)) for row in rows]
 
     def _locked_nearest(
@@ -592,11 +584,11 @@ class MemoryService:
             policy = raw.execute(_driver_sql(_TENANT_POLICY, dialect), {"tenant_id": actor.tenant_id})
             raw.execute(_DEDUP_LOCK, (DEDUP_LOCK_NAMESPACE, self._dedup_key(actor, p)))
             if walk:
-                raw.execute(_SORT_OFF)
+                raw.execute(SORT_OFF)
             cursor = raw.cursor(row_factory=namedtuple_row)
             cursor.execute(_driver_sql(_nearest_sql(walk), dialect), _nearest_params(actor, p))
             if walk:
-                raw.execute(_DEFAULT_SORT)
+                raw.execute(SORT_DEFAULT)
         found = policy.fetchone()
         stored = None if found is None else found[0]
         rows = cursor.fetchall()
@@ -736,7 +728,7 @@ class MemoryService:
         walk = self._walks_index(session, actor.tenant_id)
         with raw.cursor() as cursor:
             if walk:
-                cursor.execute(_SORT_OFF)
+                cursor.execute(SORT_OFF)
             cursor.executemany(
                 _driver_sql(_nearest_sql(walk), session.get_bind().dialect),
                 [_nearest_params(actor, p) for p in ps],
@@ -747,7 +739,7 @@ class MemoryService:
                 if not cursor.nextset():
                     break
             if walk:
-                cursor.execute(_DEFAULT_SORT)
+                cursor.execute(SORT_DEFAULT)
         near = {probe[0][0] for probe in probes if probe and probe[0][1] >= self.soft_threshold - SIM_MARGIN}
         stmt = select(Memory).where(Memory.tenant_id == actor.tenant_id, Memory.id.in_(near))
         return probes, list(session.execute(stmt).scalars()) if near else []
@@ -1293,17 +1285,15 @@ class MemoryService:
 
     def _walks_index(self, session: Session, tenant_id: UUID) -> bool:
         """Whether this tenant's searches plan their dense leg onto the HNSW index (_fetch_on_generic_plan):
-        when it holds at least _WALK_SHARE of the memories, by its active count at the last term-statistics
+        when it holds at least WALK_SHARE of the memories, by its active count at the last term-statistics
         refresh against the table's row estimate. Re-read once a minute (a no: every 10 s); unknown (no
         refresh yet): no."""
-        now = time.monotonic()
-        known = self._walk_cache.get(tenant_id)
-        if known is not None and known[0] > now:
-            return known[1]
-        row = session.execute(q("tenant_share"), {"tenant_id": tenant_id}).one()
-        walk = bool(row.docs and row.rows > 0 and row.docs >= _WALK_SHARE * row.rows)
-        self._walk_cache[tenant_id] = (now + (_WALK_TTL_S if walk else _NO_WALK_TTL_S), walk)
-        return walk
+
+        def read() -> bool:
+            row = session.execute(q("tenant_share"), {"tenant_id": tenant_id}).one()
+            return bool(row.docs and row.rows > 0 and row.docs >= WALK_SHARE * row.rows)
+
+        return self._walk_cache.get(tenant_id, read)
 
     def _search_params(
         self,

@@ -62,14 +62,13 @@ class TermStatsKeeper:
             with self.db.session() as session:
                 session.execute(text(f"SET LOCAL lock_timeout = '{ANALYZE_LOCK_TIMEOUT}'"))
                 session.execute(q("analyze_probed_tables"))
-        except OperationalError as exc:
-            if getattr(exc.orig, "sqlstate", None) == LOCK_NOT_AVAILABLE:
+        except Exception as exc:
+            if (
+                isinstance(exc, OperationalError)
+                and getattr(exc.orig, "sqlstate", None) == LOCK_NOT_AVAILABLE
+            ):
                 log.info("ANALYZE of the memory tables waited too long for another; the next rebuild retries")
                 return
-            log.warning("ANALYZE of the memory tables failed; leaving it to autovacuum", exc_info=True)
-            self._analyze = False
-            return
-        except Exception:
             log.warning("ANALYZE of the memory tables failed; leaving it to autovacuum", exc_info=True)
             self._analyze = False
             return
@@ -92,17 +91,14 @@ class TermStatsKeeper:
             lexemes = int(
                 session.execute(q("refresh_term_stats"), {"tenant_id": tenant_id}).scalar_one() or 0
             )
-            docs = session.execute(q("term_totals_docs"), {"tenant_id": tenant_id}).scalar_one_or_none()
-            estimate = session.execute(q("memories_row_estimate")).scalar_one()
-        if (
-            self._analyze
-            and (docs or 0) >= STALE_MIN
-            and (docs or 0) > STALE_FACTOR * max(float(estimate), 1.0)
-        ):
+            # its count as just rebuilt, and the planner's row estimate of the table
+            share = session.execute(q("tenant_share"), {"tenant_id": tenant_id}).one()
+        docs = int(share.docs or 0)
+        if self._analyze and docs >= STALE_MIN and docs > STALE_FACTOR * max(float(share.rows), 1.0):
             self.analyze()
         with self._lock:
             self._changes[tenant_id] = 0
-            self._size[tenant_id] = int(docs or 0)
+            self._size[tenant_id] = docs
         return lexemes
 
     def flush(self) -> None:

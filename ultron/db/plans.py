@@ -1,0 +1,43 @@
+"""Planning a tenant's HNSW probes onto the index: sorts off where the tenant is most of its table.
+
+In a store of ~1-3k rows the planner costs a sort of the tenant's rows by distance below the HNSW walk,
+blind to reading each vector back out of TOAST (docs/ranking.md, "The dense leg"; docs/skills.md, stop 20).
+The search's dense leg and the dedup probe (memory/service.py) and the cluster assignment's probes
+(clusters/service.py) are then planned with sorts off, each in a statement text of its own (a prepared
+plan is cached under the settings of its first run), with SORT_OFF before and SORT_DEFAULT after it in the
+same transaction. Whether a tenant walks is read from the database per tenant and kept in a WalkCache.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from uuid import UUID
+
+SORT_OFF = "SELECT set_config('enable_sort', 'off', true)"
+SORT_DEFAULT = "RESET enable_sort"
+# A tenant holding at least this share of the table walks.
+WALK_SHARE = 0.5
+# A yes is re-read once a minute; a no every 10 s, so that a store loading in bulk walks within seconds of
+# its tables being analyzed (memory/termstats.py).
+WALK_TTL_S = 60.0
+NO_WALK_TTL_S = 10.0
+
+
+class WalkCache:
+    """Per tenant, whether its probes walk the index, as `read()` last said."""
+
+    def __init__(self) -> None:
+        self._known: dict[UUID, tuple[float, bool]] = {}
+
+    def get(self, tenant_id: UUID, read: Callable[[], bool]) -> bool:
+        now = time.monotonic()
+        known = self._known.get(tenant_id)
+        if known is not None and known[0] > now:
+            return known[1]
+        walk = read()
+        self._known[tenant_id] = (now + (WALK_TTL_S if walk else NO_WALK_TTL_S), walk)
+        return walk
+
+    def clear(self) -> None:
+        self._known.clear()
