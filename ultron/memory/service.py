@@ -19,6 +19,7 @@ from uuid import UUID, uuid4
 
 import numpy as np
 from psycopg import RawCursor
+from psycopg.pq import TransactionStatus
 from psycopg.rows import namedtuple_row
 from psycopg.types.json import Jsonb
 from pydantic import BaseModel
@@ -250,19 +251,29 @@ def _fetch_on_generic_plan(
     store of ~1-3k memories the planner costs a sort of the whole tenant below the HNSW walk, blind to
     reading each vector back out of TOAST (4.4 ms against 0.5 ms at 1k); the sorts that have no other plan
     stay. Only for a tenant that is most of the table: a small tenant among large ones keeps the sort of
-    its own rows, which beats a walk of everyone's graph that filters out all but a few."""
+    its own rows, which beats a walk of everyone's graph that filters out all but a few.
+
+    When the search opens the session's transaction (nothing ran in it before), its COMMIT goes in the
+    same pipeline: the transaction read and wrote nothing else, the settings (`set_config(..., true)`)
+    end with it, and the session's own commit then has nothing to send (psycopg skips a COMMIT on an idle
+    connection). One round trip fewer, ~0.3 ms of a search. A search inside a transaction that did other
+    work puts the settings back with RESETs and leaves the transaction open."""
     raw = session.connection().connection.driver_connection
     assert raw is not None  # a checked-out connection always has one; SQLAlchemy types it Optional
     sql, names = _raw_sql(statement, session.get_bind().dialect)
     walk = statement.text.startswith(_WALK_MARK)  # the setting goes with the text its plan is cached under
+    opens = raw.info.transaction_status == TransactionStatus.IDLE
     with raw.pipeline():
         raw.execute(_SEARCH_SETTINGS.format(ef=int(ef_search)) + (_WALK_SETTING if walk else ""))
         cursor = RawCursor(raw, row_factory=namedtuple_row)
         cursor.execute(sql, [params[name] for name in names])
-        raw.execute(_DEFAULT_PLAN)
-        raw.execute(_DEFAULT_EF_SEARCH)
-        if walk:
-            raw.execute(SORT_DEFAULT)
+        if opens:
+            raw.commit()
+        else:
+            raw.execute(_DEFAULT_PLAN)
+            raw.execute(_DEFAULT_EF_SEARCH)
+            if walk:
+                raw.execute(SORT_DEFAULT)
     return cursor.fetchall()
 
 
