@@ -270,10 +270,29 @@ def test_a_memory_that_only_asks_sinks_below_the_answer_found_with_it(make_hub):
         return [(names[r.record.id], r) for r in results]
 
     results = ranked()
-    assert [name for name, _ in results][:2] == ["answer", "asks"]
+    order = [name for name, _ in results]
+    assert order[0] == "answer" and order.index("asks") > order.index("answer")
+    assert {name: r.confidence for name, r in results}["asks"] == "low"
     factors = {name: r.explain.question for name, r in results}
     assert factors == {"asks": 0.8, "answer": None, "howto": None}
     scores = [r.score for _, r in results if r.confidence == "high"]
     assert scores == sorted(scores, reverse=True)
     # Unweighted (1.0), the question turn came first: the behaviour this replaces.
     assert [name for name, _ in ranked(question_weight=1.0)][0] == "asks"
+
+
+def test_a_memory_that_only_asks_is_never_a_confident_result(make_hub):
+    # A new user's chat: "How long was I without hot water?" found the bot's own "how long were you without
+    # hot water?" flagged confident, and confident results come before every low one, so the sunk score
+    # did not move it below an answer flagged low. A question answers nothing: it is flagged low.
+    def results(**settings):  # type: ignore[no-untyped-def]
+        hub = make_hub(dedup_similarity_threshold=0.999, dedup_soft_threshold=0.999, **settings)
+        asks = add(hub, "Oh no, how long were you without hot water?").id
+        answer = add(hub, "Almost two weeks without hot water until the boiler part arrived.").id
+        found = search(hub, "How long was I without hot water?")
+        names = {asks: "asks", answer: "answer"}
+        return [(names[r.record.id], r.confidence) for r in found]
+
+    assert results() == [("answer", "low"), ("asks", "low")]
+    # Without the rule (weight 1.0) the question turn was a confident result, above the answer.
+    assert results(question_weight=1.0) == [("asks", "high"), ("answer", "low")]

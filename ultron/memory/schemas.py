@@ -190,7 +190,9 @@ class SearchResult(BaseModel):
     score: float = Field(..., description="Final ranking score")
     explain: ScoreComponents | None = None
     confidence: Literal["high", "low"] = Field(
-        "high", description="low: probably unrelated to the query (below the model's relevance floor)"
+        "high",
+        description="low: probably unrelated to the query (below the model's relevance floor), or a memory "
+        "that only asks (a question, no resolution)",
     )
     serendipity: bool = Field(False, description="A low-weight old memory surfaced at random, not a match")
 
