@@ -3,6 +3,8 @@ and a search that opens its transaction commits it in its own pipeline."""
 
 from __future__ import annotations
 
+import time
+
 import psycopg
 from psycopg.pq import TransactionStatus
 from sqlalchemy import text
@@ -46,8 +48,11 @@ def test_a_connection_the_server_ended_is_replaced_without_an_error(hub, db_url,
     with psycopg.connect(db_url.replace("postgresql+psycopg://", "postgresql://"), autocommit=True) as admin:
         assert admin.execute("SELECT pg_terminate_backend(%s)", (pid,)).fetchone() == (True,)
         # wait until the backend is gone, so its FATAL message has been sent
-        while admin.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone() != (0,):
-            pass
+        gone = "SELECT count(*) = 0 FROM pg_stat_activity WHERE pid = %s"
+        deadline = time.monotonic() + 10
+        while not admin.execute(gone, (pid,)).fetchone()[0]:
+            assert time.monotonic() < deadline, "the terminated backend did not exit"
+            time.sleep(0.01)
     # The socket has its FATAL message to read: the checkout pings, the ping fails, the pool reconnects.
     new_pid = _backend_pid(hub)
     assert new_pid != pid and len(pings) > before
@@ -56,7 +61,9 @@ def test_a_connection_the_server_ended_is_replaced_without_an_error(hub, db_url,
 def test_a_search_that_opens_its_transaction_ends_it_in_its_pipeline(hub):
     with hub.db.session() as s:
         actor = local_actor(s)
-        hub.memory.upload(s, actor, UploadRequest(content="pgbouncer drops prepared statements in transaction mode"))
+        hub.memory.upload(
+            s, actor, UploadRequest(content="pgbouncer drops prepared statements in transaction mode")
+        )
     with hub.db.session() as s:  # the first search of a tenant reads its walk rule and settings first
         hub.memory.search(s, actor, "pgbouncer")
     with hub.db.session() as s:
