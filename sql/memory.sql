@@ -273,7 +273,10 @@ SELECT t.*, m.memory_type, m.content, m.context, m.resolution, m.tags, m.summary
        -- the people, places and projects it names (the companion's entity signal; no second round trip)
        ARRAY(SELECT e.name FROM memory_entities e WHERE e.memory_id = m.id ORDER BY e.name) AS entity_names,
        -- the companion's ripple activation (sum of recent ripples, capped; no second round trip)
-       rp.ripple, rp.ripple_count
+       rp.ripple, rp.ripple_count,
+       -- a thread turn that only asks (ends with a question mark, no resolution): the turn after it, its
+       -- reply, as a record (service.py, _hand_to_replies), unless that one only asks too
+       rep.reply
 FROM top t
 JOIN memories m ON m.id = t.id
 LEFT JOIN agents a ON a.id = m.agent_id
@@ -283,6 +286,31 @@ CROSS JOIN LATERAL (
     WHERE r.tenant_id = :tenant_id AND r.memory_id = m.id
       AND r.created_at > now() - make_interval(secs => CAST(:ripple_age AS float8))
 ) rp
+LEFT JOIN LATERAL (
+    SELECT jsonb_build_object(
+               'id', n.id, 'memory_type', n.memory_type, 'content', n.content, 'context', n.context,
+               'resolution', n.resolution, 'tags', n.tags, 'summary_l0', n.summary_l0,
+               'overview_l1', n.overview_l1, 'tier', n.tier, 'status', n.status, 'scope', n.scope,
+               'group', n.group_name, 'pinned', n.pinned, 'hit_count', n.hit_count,
+               'last_hit_at', n.last_hit_at, 'created_at', n.created_at, 'updated_at', n.updated_at,
+               'agent', na.name, 'redacted_entities', n.redacted_entities,
+               'contributions', (SELECT count(*) FROM memory_contributions c WHERE c.memory_id = n.id),
+               'valence', n.valence, 'arousal', n.arousal, 'thread', n.thread, 'position', n.position,
+               'occurred_at', n.occurred_at, 'importance', n.importance, 'resolved_at', n.resolved_at
+           ) AS reply
+    FROM memories n
+    LEFT JOIN agents na ON na.id = n.agent_id
+    WHERE CAST(:reply_weight AS float8) > 0 AND m.thread IS NOT NULL AND m.position IS NOT NULL
+      AND m.content ~ '[?？]\s*$' AND coalesce(m.resolution, '') ~ '^\s*$'
+      AND n.tenant_id = :tenant_id AND n.thread = m.thread AND n.position = m.position + 1
+      AND n.status = 'active'
+      AND (n.scope = 'shared'
+           OR (n.scope = 'private' AND n.agent_id = CAST(:agent_id AS uuid))
+           OR (n.scope = 'group' AND n.group_name = ANY(CAST(:groups AS text[]))))
+      AND NOT (n.content ~ '[?？]\s*$' AND coalesce(n.resolution, '') ~ '^\s*$')
+    ORDER BY n.created_at, n.id
+    LIMIT 1
+) rep ON true
 ORDER BY t.score DESC, t.id
 
 -- name: record_hits

@@ -215,6 +215,13 @@ class Settings(BaseSettings):
         le=1,
         description="Score factor of a memory that only asks (ends with a question mark, no resolution)",
     )
+    reply_weight: float = Field(
+        0.8,
+        ge=0,
+        le=1,
+        description="A thread turn found for a query that only asks hands the turn after it (its reply) this "
+        "factor of its score and its confidence; 0 turns the handoff off",
+    )
     relevance_floor: float | None = Field(
         None,
         ge=-1,

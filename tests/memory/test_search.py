@@ -296,3 +296,74 @@ def test_a_memory_that_only_asks_is_never_a_confident_result(make_hub):
     assert results() == [("answer", "low"), ("asks", "low")]
     # Without the rule (weight 1.0) the question turn was a confident result, above the answer.
     assert results(question_weight=1.0) == [("asks", "high"), ("answer", "low")]
+
+
+def _chat(hub, actor, turns):  # type: ignore[no-untyped-def]
+    """Turns of one thread, in order: (content, scope); returns their ids."""
+    ids = []
+    with hub.db.session() as s:
+        for position, (content, scope) in enumerate(turns, start=1):
+            req = UploadRequest(content=content, thread="chat-7", position=position, scope=scope)
+            ids.append(hub.memory.upload(s, actor, req).record.id)
+    return ids
+
+
+HOT_WATER = [
+    ("The landlord finally sent someone about the boiler.", "shared"),
+    ("Oh no, how long were you without hot water?", "shared"),
+    ("Almost two weeks, cold showers at the gym every morning.", "shared"),
+    ("My sister is hosting lunch on Sunday.", "shared"),
+]
+
+
+def test_a_question_turn_hands_its_place_to_the_reply_after_it(make_hub):
+    # The reply shares no word with the question asked of the hub: the bot's question found for it now
+    # brings its reply in with its own score (x 0.8) and confidence, and says so.
+    def top(**settings):  # type: ignore[no-untyped-def]
+        hub = make_hub(dedup_similarity_threshold=0.999, dedup_soft_threshold=0.999, **settings)
+        with hub.db.session() as s:
+            actor = local_actor(s)
+        asks, reply = _chat(hub, actor, HOT_WATER)[1:3]
+        with hub.db.session() as s:
+            found = hub.memory.search(s, actor, "How long was I without hot water?", limit=2, explain=True)
+        return asks, reply, found
+
+    asks, reply, found = top()
+    first = found[0]
+    assert first.record.id == reply and first.confidence == "high"
+    assert first.explain.reply_to == asks and first.explain.question is None
+    assert [r.record.id for r in found].index(asks) > 0 and len(found) == 2
+    # Off (reply_weight 0), the behaviour before: the reply was flagged low, below confident results.
+    asks, reply, found = top(reply_weight=0.0)
+    held = {r.record.id: r for r in found}
+    assert reply not in held or (held[reply].confidence == "low" and held[reply].explain.reply_to is None)
+
+
+def test_no_reply_is_handed_that_only_asks_is_gone_or_is_not_the_askers_to_see(make_hub):
+    hub = make_hub(dedup_similarity_threshold=0.999, dedup_soft_threshold=0.999)
+    from tests.memory.test_dedup_lossless import agent
+
+    other, _ = agent(hub, "other-agent")
+    with hub.db.session() as s:
+        me = local_actor(s)
+
+    def handed(turns, owner_of_reply=None, delete_reply=False):  # type: ignore[no-untyped-def]
+        with hub.db.session() as s:
+            s.execute(text("DELETE FROM memories WHERE thread = 'chat-7'"))
+        ids = _chat(hub, me, turns[:2])
+        with hub.db.session() as s:
+            req = UploadRequest(content=turns[2][0], thread="chat-7", position=3, scope=turns[2][1])
+            ids.append(hub.memory.upload(s, owner_of_reply or me, req).record.id)
+        if delete_reply:
+            with hub.db.session() as s:
+                hub.memory.delete(s, me, ids[2])
+        with hub.db.session() as s:
+            found = hub.memory.search(s, me, "How long was I without hot water?", limit=5, explain=True)
+        return [r for r in found if r.explain.reply_to is not None]
+
+    assert handed(HOT_WATER)  # the control: handed
+    assert not handed(HOT_WATER[:2] + [("Why do you ask, is yours broken too?", "shared")])
+    assert handed(HOT_WATER, owner_of_reply=other)  # shared by another agent: handed
+    private = HOT_WATER[:2] + [("Almost two weeks, cold showers at the gym every morning.", "private")]
+    assert not handed(private, owner_of_reply=other)
+    assert not handed(HOT_WATER, delete_reply=True)

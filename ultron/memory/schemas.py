@@ -178,6 +178,11 @@ class ScoreComponents(BaseModel):
     question: float | None = Field(
         None, description="Factor a memory that only asks is sunk by (a question with no resolution)"
     )
+    reply_to: UUID | None = Field(
+        None,
+        description="The memory that only asks whose place this reply took (the turn before it in its "
+        "thread); a reply brought in so carries that question's components",
+    )
     entity: float | None = Field(None, description="Factor for people/places/projects shared with the query")
     entities: list[str] | None = Field(None, description="The entities this memory shares with the query")
 

@@ -298,6 +298,78 @@ def _search_sql(tier: bool, candidates: int, pool: int, walk: bool = False) -> T
 _QUESTION_END = re.compile(r"[?\uff1f]\s*$")
 
 
+def _only_asks(content: str | None, resolution: str | None) -> bool:
+    """A memory that only asks: its content ends with a question mark and it holds no resolution."""
+    return bool(_QUESTION_END.search(content or "")) and not (resolution or "").strip()
+
+
+@dataclass
+class _Asked:
+    """A result that only asks, as the statement ranked it (before the sink), and the turn after it in its
+    thread, its reply, that may take its place (_hand_to_replies)."""
+
+    result: SearchResult
+    score: float
+    confidence: str
+    reply: MemoryRecord
+
+
+def _asked(rows: Sequence[Any], results: list[SearchResult]) -> list[_Asked]:
+    """The statement's question turns that came with a reply (search_memories' `reply` column)."""
+    return [
+        _Asked(r, r.score, r.confidence, MemoryRecord.model_validate(row.reply))
+        for row, r in zip(rows, results, strict=True)
+        if row.reply is not None
+    ]
+
+
+def _hand_to_replies(
+    asked: list[_Asked], results: list[SearchResult], detail_level: str, limit: int, weight: float
+) -> list[SearchResult]:
+    """A thread turn that only asks and was found for the query ("how long were you without hot water?")
+    hands its place to the turn after it, its reply ("Almost two weeks!"), which often shares no word with
+    the query: the reply gets the question's score as the statement ranked it x `weight` and its
+    confidence, and joins the results if it was not among them; the question itself stays sunk and
+    flagged low (_sink_questions). Not handed: a reply that only asks too, one the agent may not see, one
+    not active (the statement's `reply` column). The list is cut back to `limit`, confident results first.
+    `explain.reply_to` names the question; a reply brought in carries the question's components."""
+    by_id = {r.record.id: r for r in results}
+    changed = False
+    for a in asked:
+        handed = a.score * weight
+        confident = a.confidence == "high"
+        held = by_id.get(a.reply.id)
+        if held is None:
+            explain = None
+            if a.result.explain is not None:
+                explain = a.result.explain.model_copy(
+                    update={"reply_to": a.result.record.id, "question": None, "score": handed}
+                )
+            held = SearchResult(
+                record=project(a.reply, detail_level),
+                similarity_score=a.result.similarity_score,
+                score=handed,
+                explain=explain,
+                confidence="high" if confident else "low",
+            )
+            results.append(held)
+            by_id[a.reply.id] = held
+        elif held.score < handed or (confident and held.confidence == "low"):
+            held.score = max(held.score, handed)
+            held.confidence = "high" if confident or held.confidence == "high" else "low"
+            if held.explain is not None:
+                held.explain = held.explain.model_copy(
+                    update={"reply_to": a.result.record.id, "score": held.score}
+                )
+        else:
+            continue
+        changed = True
+    if not changed:
+        return results
+    results.sort(key=lambda r: (r.confidence == "low", -r.score, str(r.record.id)))
+    return results[:limit]
+
+
 def _sink_questions(rows: Sequence[Any], results: list[SearchResult], weight: float) -> list[SearchResult]:
     """A memory that only asks (its content ends with a question mark and it holds no resolution) is no
     answer, though it shares the asker's words ("How's the warehouse migration?" for "Which warehouse is
@@ -311,7 +383,7 @@ def _sink_questions(rows: Sequence[Any], results: list[SearchResult], weight: fl
     an answer under it (R@1 0.601 -> 0.624, MRR 0.732 -> 0.747, one more no-answer question quiet)."""
     sunk = False
     for row, r in zip(rows, results, strict=True):
-        if _QUESTION_END.search(row.content or "") and not (row.resolution or "").strip():
+        if _only_asks(row.content, row.resolution):
             r.score *= weight
             r.confidence = "low"
             if r.explain is not None:
@@ -1261,7 +1333,10 @@ class MemoryService:
         floor = self.settings.relevance_floor_for_model if min_relevance is None else min_relevance
         results = [self._search_result(row, detail_level, explain, floor, st) for row in rows]
         if st.question_weight != 1.0:
+            asked = _asked(rows, results)
             results = _sink_questions(rows, results, st.question_weight)
+            if asked:
+                results = _hand_to_replies(asked, results, detail_level, limit, st.reply_weight)
         if explain:
             matched = document.matched_contributions(
                 session, actor.tenant_id, query, [r.record.id for r in results]
@@ -1346,6 +1421,8 @@ class MemoryService:
             "limit": limit,
             "ripple_cap": st.ripple_cap,
             "ripple_age": st.ripple_days * 86400.0,
+            # the reply of a question turn comes with it only where the rule is on (_hand_to_replies)
+            "reply_weight": st.reply_weight if st.question_weight != 1.0 else 0.0,
         }
 
     def refresh_term_stats(self, session: Session, tenant_id: UUID) -> int:

@@ -335,7 +335,9 @@ def main(args: argparse.Namespace) -> int:
         )
         out = run(settings, turns, questions)
     if getattr(args, "dump", None):
-        Path(args.dump).write_text(json.dumps(out["dump"], ensure_ascii=False, indent=1), encoding="utf-8")
+        Path(args.dump).write_text(
+            json.dumps(out["dump"], ensure_ascii=False, indent=1, default=str), encoding="utf-8"
+        )
     if args.json:
         systems = {
             name: {
