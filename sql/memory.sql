@@ -274,8 +274,11 @@ SELECT t.*, m.memory_type, m.content, m.context, m.resolution, m.tags, m.summary
        ARRAY(SELECT e.name FROM memory_entities e WHERE e.memory_id = m.id ORDER BY e.name) AS entity_names,
        -- the companion's ripple activation (sum of recent ripples, capped; no second round trip)
        rp.ripple, rp.ripple_count,
-       -- a thread turn that only asks (ends with a question mark, no resolution): the turn after it, its
-       -- reply, as a record (service.py, _hand_to_replies), unless that one only asks too
+       -- a memory that only asks: its content ends with a question mark and it holds no resolution
+       -- (service.py, _sink_questions)
+       qa.asks,
+       -- for a thread turn that only asks: the turn after it, its reply, as a record with the record's
+       -- field names (service.py, _hand_to_replies), unless that one only asks too
        rep.reply
 FROM top t
 JOIN memories m ON m.id = t.id
@@ -286,6 +289,9 @@ CROSS JOIN LATERAL (
     WHERE r.tenant_id = :tenant_id AND r.memory_id = m.id
       AND r.created_at > now() - make_interval(secs => CAST(:ripple_age AS float8))
 ) rp
+CROSS JOIN LATERAL (
+    SELECT m.content ~ '[?？]\s*$' AND m.resolution ~ '^\s*$' AS asks
+) qa
 LEFT JOIN LATERAL (
     SELECT jsonb_build_object(
                'id', n.id, 'memory_type', n.memory_type, 'content', n.content, 'context', n.context,
@@ -300,14 +306,13 @@ LEFT JOIN LATERAL (
            ) AS reply
     FROM memories n
     LEFT JOIN agents na ON na.id = n.agent_id
-    WHERE CAST(:reply_weight AS float8) > 0 AND m.thread IS NOT NULL AND m.position IS NOT NULL
-      AND m.content ~ '[?？]\s*$' AND coalesce(m.resolution, '') ~ '^\s*$'
+    WHERE CAST(:reply_weight AS float8) > 0 AND qa.asks AND m.thread IS NOT NULL AND m.position IS NOT NULL
       AND n.tenant_id = :tenant_id AND n.thread = m.thread AND n.position = m.position + 1
       AND n.status = 'active'
       AND (n.scope = 'shared'
            OR (n.scope = 'private' AND n.agent_id = CAST(:agent_id AS uuid))
            OR (n.scope = 'group' AND n.group_name = ANY(CAST(:groups AS text[]))))
-      AND NOT (n.content ~ '[?？]\s*$' AND coalesce(n.resolution, '') ~ '^\s*$')
+      AND NOT (n.content ~ '[?？]\s*$' AND n.resolution ~ '^\s*$')
     ORDER BY n.created_at, n.id
     LIMIT 1
 ) rep ON true

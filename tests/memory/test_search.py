@@ -326,15 +326,18 @@ def test_a_question_turn_hands_its_place_to_the_reply_after_it(make_hub):
         asks, reply = _chat(hub, actor, HOT_WATER)[1:3]
         with hub.db.session() as s:
             found = hub.memory.search(s, actor, "How long was I without hot water?", limit=2, explain=True)
-        return asks, reply, found
+            stored = project(hub.memory.get(s, actor, reply), "l0")
+        return asks, reply, found, stored
 
-    asks, reply, found = top()
+    asks, reply, found, stored = top()
     first = found[0]
     assert first.record.id == reply and first.confidence == "high"
+    # The reply's record, built from the statement's JSON column, is the record a read returns.
+    assert first.record == stored
     assert first.explain.reply_to == asks and first.explain.question is None
     assert [r.record.id for r in found].index(asks) > 0 and len(found) == 2
     # Off (reply_weight 0), the behaviour before: the reply was flagged low, below confident results.
-    asks, reply, found = top(reply_weight=0.0)
+    asks, reply, found, _ = top(reply_weight=0.0)
     held = {r.record.id: r for r in found}
     assert reply not in held or (held[reply].confidence == "low" and held[reply].explain.reply_to is None)
 

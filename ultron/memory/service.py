@@ -294,15 +294,6 @@ def _search_sql(tier: bool, candidates: int, pool: int, walk: bool = False) -> T
     return text(sql)
 
 
-# A memory's text that ends by asking: a chat turn like "How's the warehouse migration?".
-_QUESTION_END = re.compile(r"[?\uff1f]\s*$")
-
-
-def _only_asks(content: str | None, resolution: str | None) -> bool:
-    """A memory that only asks: its content ends with a question mark and it holds no resolution."""
-    return bool(_QUESTION_END.search(content or "")) and not (resolution or "").strip()
-
-
 @dataclass
 class _Asked:
     """A result that only asks, as the statement ranked it (before the sink), and the turn after it in its
@@ -383,7 +374,7 @@ def _sink_questions(rows: Sequence[Any], results: list[SearchResult], weight: fl
     an answer under it (R@1 0.601 -> 0.624, MRR 0.732 -> 0.747, one more no-answer question quiet)."""
     sunk = False
     for row, r in zip(rows, results, strict=True):
-        if _only_asks(row.content, row.resolution):
+        if row.asks:  # the statement's: content ends with a question mark, no resolution
             r.score *= weight
             r.confidence = "low"
             if r.explain is not None:
