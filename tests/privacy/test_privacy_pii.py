@@ -122,3 +122,16 @@ def test_chinese_and_english_in_one_snippet(redactor):
         result.text == "客户信息：联系电话 <PHONE_NUMBER>；身份证 <CN_RESIDENT_ID>；收件邮箱<EMAIL_ADDRESS>"
     )
     assert result.entities == {"PHONE_NUMBER": 1, "CN_RESIDENT_ID": 1, "EMAIL_ADDRESS": 1}
+
+
+def test_a_numpy_error_keeps_its_words(redact):
+    # Found by a new user's try (stop 21): spaCy's small model took "Input" for a person, and a shared
+    # memory of this numpy error read "matmul: <PERSON> operand 1".
+    error = (
+        "ValueError: matmul: Input operand 1 has a mismatch in its core dimension 0, with gufunc signature "
+        "(n?,k),(k,m?)->(n?,m?) (size 2 is different from 3)"
+    )
+    assert redact(error) == error
+    assert redact("Output operand 0 has a mismatch in its core dimension 1") == (
+        "Output operand 0 has a mismatch in its core dimension 1"
+    )

@@ -99,7 +99,7 @@ NOT_NAMES = frozenset(
     "Hello Thanks Dear Hi Hey Note Todo Fixme Done Ready Running Pending Unknown None True False Null "
     "Docker Kubernetes Redis Postgres Nginx Python Java Rust Golang Node Linux Ubuntu Debian Grafana "
     "Prometheus Kafka Jenkins Celery Flask Django Sentry Terraform Ansible Helm Alembic Pydantic Bearer "
-    "Basic Token Tel Fax Phone Email Thread Crashed Release Notes Fixed Improved".split()
+    "Basic Token Tel Fax Phone Email Thread Crashed Release Notes Fixed Improved Input Output".split()
 )
 _BEFORE_CODE = set("._/\\=@#$<{[:-")
 _AFTER_CODE = re.compile(r"^(?:[_/(=\[{<@`]|\.\w|\w|:\S)")
