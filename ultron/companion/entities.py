@@ -5,6 +5,8 @@ Markdown vault a page per entity.
 
 Entities are read from the stored, redacted text: a name redacted in a shared memory is `<PERSON>` and
 links nothing; private memories keep names (docs/privacy.md), so a companion's people are linked there.
+Where the redactor ran the same model over the same text (a field nothing was redacted from), its
+entities are read from `ENTITY_MEMO` instead of running the model a second time.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import re
 import threading
 from typing import Any
 
-from ultron.privacy.nlp import load_model, plausible_name
+from ultron.privacy.nlp import ENTITY_MEMO, Found, load_model, model_view, plausible_name
 from ultron.privacy.personal import ChineseNameRecognizer, chinese_name
 from ultron.privacy.policy import DEFAULT_SPACY_MODEL
 
@@ -51,19 +53,28 @@ def _clean(name: str) -> str:
     return " ".join(name.split()).strip(" .,;:'\"()[]")
 
 
+def _entities(view: str) -> tuple[Found, ...]:
+    """The English model's entities in `view` (a `model_view`): the redactor's, when it read this text."""
+    found = ENTITY_MEMO.get(DEFAULT_SPACY_MODEL, view)
+    if found is None:
+        nlp = _english()
+        with _lock:  # spaCy pipelines make no thread-safety promise
+            doc = nlp(view)
+        found = ENTITY_MEMO.put(DEFAULT_SPACY_MODEL, view, doc.ents)
+    return found
+
+
 def extract(text: str) -> set[tuple[str, str]]:
     """(kind, name) pairs named in the text."""
     text = text[:MAX_CHARS]
     found: set[tuple[str, str]] = set()
-    nlp = _english()
-    if nlp is not None and re.search(r"[A-Z][a-z]", text):
-        with _lock:  # spaCy pipelines make no thread-safety promise
-            doc = nlp(text)
-        for ent in doc.ents:
+    if re.search(r"[A-Z][a-z]", text) and _english() is not None:
+        view = model_view(text)
+        for ent in _entities(view):
             kind = _EN_LABELS.get(ent.label_)
             if kind is None or "<" in ent.text or not re.match(r"[A-Z]", ent.text):
                 continue
-            if kind == "person" and not plausible_name(text, ent):
+            if kind == "person" and not plausible_name(view, ent):
                 continue
             name = _clean(ent.text)
             if 2 <= len(name) <= 80:

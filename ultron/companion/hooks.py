@@ -436,10 +436,11 @@ class MemoryHooks:
 
 
 def _named(*texts: str) -> set[tuple[str, str]]:
-    """(kind, name) pairs the texts name (ultron.companion.entities.extract over them joined)."""
+    """(kind, name) pairs the texts name (ultron.companion.entities.extract over each): one field at a
+    time, as the redactor reads them, so a field it read is not read by the model again."""
     from ultron.companion.entities import extract  # here: it loads Presidio and spaCy (start-up)
 
-    return extract("\n".join(texts))
+    return set().union(*(extract(t) for t in texts if t))
 
 
 def _blend(current: float | None, given: float | None, merged: bool) -> float | None:
