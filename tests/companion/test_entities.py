@@ -178,3 +178,46 @@ def test_the_redactors_entities_are_the_ones_a_pass_of_its_own_finds():
         assert [extract(t) for t in texts] == from_memo
     finally:
         entities.ENTITY_MEMO = filled
+
+
+def test_a_batch_reads_its_new_memories_names_in_one_pass(hub, monkeypatch):
+    """A batch of private memories (the redactor keeps names there, so it runs no NER): the entity links
+    of all its new memories come from one `pipe` pass, not one model call per field."""
+    from ultron.companion import entities
+
+    real = entities._english()
+
+    class Counting:
+        def __init__(self) -> None:
+            self.calls = 0
+            self.piped: list[str] = []
+
+        def __call__(self, text):  # type: ignore[no-untyped-def]
+            self.calls += 1
+            return real(text)
+
+        def pipe(self, texts, batch_size):  # type: ignore[no-untyped-def]
+            texts = list(texts)
+            self.piped += texts
+            return real.pipe(texts, batch_size=batch_size)
+
+    counting = Counting()
+    monkeypatch.setattr(entities, "_nlp", counting)
+    alice = agent(hub, "alice")
+    result = alice.upload_batch(
+        [
+            {"content": "Lena Park flies to Lisbon on Friday", "scope": "private"},
+            {
+                "content": "Tomas starts at Spotify in March",
+                "context": "He moved from Oslo",
+                "scope": "private",
+            },
+            {"content": "the dentist moved my appointment to next week", "scope": "private"},
+        ]
+    )
+    assert result.created == 3
+    assert counting.calls == 0 and len(counting.piped) == 3  # lowercase text is not read at all
+    with hub.db.session() as s:
+        names = set(s.execute(select(MemoryEntity.kind, MemoryEntity.name)))
+    assert {("place", "Lisbon"), ("place", "Oslo")} <= names
+    assert ("person", "Lena Park") in names
