@@ -108,3 +108,116 @@ def test_entity_signal_takes_whole_names_only_and_a_shared_name_for_every_memory
         assert by_id[ids[2]].explain.entities is None and by_id[ids[2]].score == next(
             r.score for r in results if r.record.id == ids[2]
         )
+
+
+def test_a_field_the_redactor_read_is_not_read_by_the_model_again(hub, monkeypatch):
+    """A shared upload whose text keeps its words (no one named in it): the redactor's NER pass over each
+    field is the only one; the entity links read its entities (ENTITY_MEMO). A field the redactor changed
+    (a name taken out) is read again, as stored. The links are what a pass of their own finds."""
+    from ultron.companion import entities
+
+    entities._english()  # loaded before the counter goes in
+    calls: list[str] = []
+    real = entities._nlp
+
+    def counting(text):  # type: ignore[no-untyped-def]
+        calls.append(text)
+        return real(text)
+
+    monkeypatch.setattr(entities, "_nlp", counting)
+    alice = agent(hub, "alice")
+    kept = alice.upload_memory(
+        "Deploys to the Frankfurt cluster failed after the Kubernetes upgrade",
+        context="Hetzner machines in Germany, rolled out from Berlin",
+        resolution="Pinned the Calico version the Helm charts of Google expect",
+        scope="shared",
+    )
+    assert calls == []  # every field: the redactor's entities
+    named = alice.upload_memory("Maria Garcia rolled back the Frankfurt deploy of Quartzline", scope="shared")
+    assert len(calls) == 1 and "<PERSON>" in calls[0]  # the stored text, the name taken out: read again
+    with hub.db.session() as s:
+        links = {
+            m: {
+                (k, n)
+                for mid, k, n in s.execute(
+                    select(MemoryEntity.memory_id, MemoryEntity.kind, MemoryEntity.name)
+                )
+                if mid == m
+            }
+            for m in (kept.id, named.id)
+        }
+    monkeypatch.setattr(entities, "ENTITY_MEMO", entities.ENTITY_MEMO.__class__())  # empty: a pass of its own
+    monkeypatch.setattr(entities, "_nlp", real)
+    assert links[kept.id] == extract(kept.content) | extract(kept.context) | extract(kept.resolution)
+    assert ("place", "Frankfurt") in links[kept.id]
+    assert links[named.id] == extract(named.content) and not any(k == "person" for k, _ in links[named.id])
+
+
+def test_the_redactors_entities_are_the_ones_a_pass_of_its_own_finds():
+    """Over the labelled redaction corpus: the entity links found from the memo the redactor filled equal
+    those found by the model run again (same model, same text, the same view of long runs)."""
+    import json
+    from pathlib import Path
+
+    from ultron.companion import entities
+    from ultron.privacy.nlp import EntityMemo
+    from ultron.privacy.redactor import Redactor
+
+    corpus = Path(__file__).parent.parent / "data" / "redaction_corpus.jsonl"
+    texts = [json.loads(line)["text"] for line in corpus.read_text(encoding="utf-8").splitlines() if line]
+    texts = [t for t in texts if not any("\u4e00" <= c <= "\u9fff" for c in t)][:150]
+    redactor = Redactor()
+    for t in texts:
+        redactor.redact(t)
+    filled = entities.ENTITY_MEMO
+    hits_before = filled.hits
+    from_memo = [extract(t) for t in texts]
+    assert filled.hits - hits_before >= 50  # the redactor's passes are read, not repeated
+    entities.ENTITY_MEMO = EntityMemo()
+    try:
+        assert [extract(t) for t in texts] == from_memo
+    finally:
+        entities.ENTITY_MEMO = filled
+
+
+def test_a_batch_reads_its_new_memories_names_in_one_pass(hub, monkeypatch):
+    """A batch of private memories (the redactor keeps names there, so it runs no NER): the entity links
+    of all its new memories come from one `pipe` pass, not one model call per field."""
+    from ultron.companion import entities
+
+    real = entities._english()
+
+    class Counting:
+        def __init__(self) -> None:
+            self.calls = 0
+            self.piped: list[str] = []
+
+        def __call__(self, text):  # type: ignore[no-untyped-def]
+            self.calls += 1
+            return real(text)
+
+        def pipe(self, texts, batch_size):  # type: ignore[no-untyped-def]
+            texts = list(texts)
+            self.piped += texts
+            return real.pipe(texts, batch_size=batch_size)
+
+    counting = Counting()
+    monkeypatch.setattr(entities, "_nlp", counting)
+    alice = agent(hub, "alice")
+    result = alice.upload_batch(
+        [
+            {"content": "Lena Park flies to Lisbon on Friday", "scope": "private"},
+            {
+                "content": "Tomas starts at Spotify in March",
+                "context": "He moved from Oslo",
+                "scope": "private",
+            },
+            {"content": "the dentist moved my appointment to next week", "scope": "private"},
+        ]
+    )
+    assert result.created == 3
+    assert counting.calls == 0 and len(counting.piped) == 3  # lowercase text is not read at all
+    with hub.db.session() as s:
+        names = set(s.execute(select(MemoryEntity.kind, MemoryEntity.name)))
+    assert {("place", "Lisbon"), ("place", "Oslo")} <= names
+    assert ("person", "Lena Park") in names

@@ -70,14 +70,15 @@ def test_skipping_changes_no_finding(engine):
 
 def test_process_many_skips_the_model_only_where_the_gate_says(engine, monkeypatch):
     seen: list[str] = []
-    real = engine.process_batch
+    pipeline = engine.pipelines["en"]
+    real = pipeline.pipe
 
-    def spy(texts, language, batch_size):
+    def spy(texts, batch_size):
         texts = list(texts)
         seen.extend(texts)
-        return real(texts, language, batch_size=batch_size)
+        return real(texts, batch_size=batch_size)
 
-    monkeypatch.setattr(engine, "process_batch", spy)
+    monkeypatch.setattr(pipeline, "pipe", spy)
     texts = ["deploy failed on node three", "Maria Garcia restarted it", "Error: Docker Failed"]
     artifacts = engine.process_many(texts, "en", 8)
     assert seen == ["Maria Garcia restarted it"]

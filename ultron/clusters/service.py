@@ -135,15 +135,19 @@ def raw_statement(name: str, walk: bool = False) -> tuple[str, tuple[str, ...]]:
     return dollar_params(body.replace(":limit", str(PROBE_CANDIDATES)), _PARAM)
 
 
-def run_raw(session: Session, name: str, params: dict[str, Any], walk: bool = False) -> list[tuple[Any, ...]]:
+def run_raw(
+    session: Session, name: str, params: dict[str, Any], walk: bool = False, binary: bool = False
+) -> list[tuple[Any, ...]]:
     """`raw_statement(name)` in the session's transaction, through the driver's own cursor: its rows.
-    `walk`: planned with sorts off, the setting and its RESET in the same round trip (a psycopg pipeline)."""
+    `walk`: planned with sorts off, the setting and its RESET in the same round trip (a psycopg pipeline).
+    `binary`: the rows in binary format (a vector column is then one copy into numpy, not a parse of its
+    text: ~0.1 ms per 384-d vector)."""
     raw = session.connection().connection.driver_connection
     assert raw is not None  # a checked-out connection always has one; SQLAlchemy types it Optional
     sql, names = raw_statement(name, walk)
     cursor = RawCursor(raw)
     if not walk:
-        cursor.execute(sql, [params[n] for n in names])
+        cursor.execute(sql, [params[n] for n in names], binary=binary)
         return cursor.fetchall()
     with raw.pipeline():
         raw.execute(SORT_OFF)
@@ -498,9 +502,13 @@ def _assign_many(
         session.execute(text(SORT_DEFAULT))
     wanted = sorted({cid for probe in probes for cid, _ in probe})
     state: dict[UUID, _Replayed] = {}
-    for row in session.execute(q("assign_clusters_state"), {"tenant_id": tenant_id, "ids": wanted}):
-        centroid = None if row.centroid is None else _f32(row.centroid)
-        state[row.id] = _Replayed(row.id, _f32(row.mean), int(row.member_count), centroid, False)
+    # In binary: up to ~UNINDEXED_MAX + 16 per candidate means, each parsed from text cost ~0.1 ms (384-d).
+    for cid, mean, count, centroid in run_raw(
+        session, "assign_clusters_state", {"tenant_id": tenant_id, "ids": wanted}, binary=True
+    ):
+        state[cid] = _Replayed(
+            cid, _f32(mean), int(count), None if centroid is None else _f32(centroid), False
+        )
     unindexed = _Unindexed([c for c in state.values() if c.centroid is None], len(vs[0]))
     moved: list[_Replayed] = []  # indexed clusters whose centroid the batch changed (refreshed, or new)
     floor = service.settings.cluster_threshold - SIM_TOLERANCE

@@ -5,6 +5,8 @@ Markdown vault a page per entity.
 
 Entities are read from the stored, redacted text: a name redacted in a shared memory is `<PERSON>` and
 links nothing; private memories keep names (docs/privacy.md), so a companion's people are linked there.
+Where the redactor ran the same model over the same text (a field nothing was redacted from), its
+entities are read from `ENTITY_MEMO` instead of running the model a second time.
 """
 
 from __future__ import annotations
@@ -12,9 +14,10 @@ from __future__ import annotations
 import logging
 import re
 import threading
+from collections.abc import Iterable
 from typing import Any
 
-from ultron.privacy.nlp import load_model, plausible_name
+from ultron.privacy.nlp import ENTITY_MEMO, MEMO_MAX_CHARS, Found, load_model, model_view, plausible_name
 from ultron.privacy.personal import ChineseNameRecognizer, chinese_name
 from ultron.privacy.policy import DEFAULT_SPACY_MODEL
 
@@ -32,6 +35,8 @@ _EN_LABELS = {
 }
 _ZH_FLAGS = {"nr": "person", "nrfg": "person", "ns": "place", "nt": "project", "nz": "project"}
 _CJK = re.compile(r"[\u4e00-\u9fff]")
+_CAPITALISED = re.compile(r"[A-Z][a-z]")  # English text the model could find an entity in
+PIPE_BATCH = 64
 MAX_CHARS = 20_000
 _lock = threading.Lock()
 _nlp: Any = None
@@ -51,19 +56,45 @@ def _clean(name: str) -> str:
     return " ".join(name.split()).strip(" .,;:'\"()[]")
 
 
+def _entities(view: str) -> tuple[Found, ...]:
+    """The English model's entities in `view` (a `model_view`): the redactor's, when it read this text."""
+    found = ENTITY_MEMO.get(DEFAULT_SPACY_MODEL, view)
+    if found is None:
+        nlp = _english()
+        with _lock:  # spaCy pipelines make no thread-safety promise
+            doc = nlp(view)
+        found = ENTITY_MEMO.put(DEFAULT_SPACY_MODEL, view, doc.ents)
+    return found
+
+
+def warm(texts: Iterable[str]) -> None:
+    """Run the English model over the texts `extract` will read next and the memo lacks, in `pipe` batches
+    (a batch's new memories: one pass for them all rather than one call per field)."""
+    views = [
+        model_view(t[:MAX_CHARS]) for t in dict.fromkeys(texts) if t and _CAPITALISED.search(t[:MAX_CHARS])
+    ]
+    # A text past the memo's bound would be read again by `extract`: left to it.
+    todo = [v for v in views if len(v) <= MEMO_MAX_CHARS and ENTITY_MEMO.get(DEFAULT_SPACY_MODEL, v) is None]
+    nlp = _english() if todo else None
+    if nlp is None:
+        return
+    with _lock:
+        docs = list(nlp.pipe(todo, batch_size=PIPE_BATCH))
+    for view, doc in zip(todo, docs, strict=True):
+        ENTITY_MEMO.put(DEFAULT_SPACY_MODEL, view, doc.ents)
+
+
 def extract(text: str) -> set[tuple[str, str]]:
     """(kind, name) pairs named in the text."""
     text = text[:MAX_CHARS]
     found: set[tuple[str, str]] = set()
-    nlp = _english()
-    if nlp is not None and re.search(r"[A-Z][a-z]", text):
-        with _lock:  # spaCy pipelines make no thread-safety promise
-            doc = nlp(text)
-        for ent in doc.ents:
+    if _CAPITALISED.search(text) and _english() is not None:
+        view = model_view(text)
+        for ent in _entities(view):
             kind = _EN_LABELS.get(ent.label_)
             if kind is None or "<" in ent.text or not re.match(r"[A-Z]", ent.text):
                 continue
-            if kind == "person" and not plausible_name(text, ent):
+            if kind == "person" and not plausible_name(view, ent):
                 continue
             name = _clean(ent.text)
             if 2 <= len(name) <= 80:

@@ -115,6 +115,7 @@ class MemoryHooks:
         entity links in one INSERT, the given importance and moods (or the inferred ones) in one UPDATE per
         set of columns."""
         links, changes, out = [], [], []
+        _warm_names([f for _, result in created for f in _fields(result.record)])
         for req, result in created:
             r = result.record
             links += [
@@ -435,11 +436,23 @@ class MemoryHooks:
         return out
 
 
+def _fields(record: Any) -> tuple[str, str, str]:
+    return record.content, record.context, record.resolution
+
+
+def _warm_names(texts: list[str]) -> None:
+    """The English model over many texts `_named` reads next, in one `pipe` pass (entities.warm)."""
+    from ultron.companion.entities import warm  # here: it loads Presidio and spaCy (start-up)
+
+    warm(texts)
+
+
 def _named(*texts: str) -> set[tuple[str, str]]:
-    """(kind, name) pairs the texts name (ultron.companion.entities.extract over them joined)."""
+    """(kind, name) pairs the texts name (ultron.companion.entities.extract over each): one field at a
+    time, as the redactor reads them, so a field it read is not read by the model again."""
     from ultron.companion.entities import extract  # here: it loads Presidio and spaCy (start-up)
 
-    return extract("\n".join(texts))
+    return set().union(*(extract(t) for t in texts if t))
 
 
 def _blend(current: float | None, given: float | None, merged: bool) -> float | None:
