@@ -221,3 +221,29 @@ def test_a_batch_reads_its_new_memories_names_in_one_pass(hub, monkeypatch):
         names = set(s.execute(select(MemoryEntity.kind, MemoryEntity.name)))
     assert {("place", "Lisbon"), ("place", "Oslo")} <= names
     assert ("person", "Lena Park") in names
+
+
+def test_a_chinese_field_the_redactor_tagged_is_not_tagged_again(hub, monkeypatch):
+    """jieba's tags, like the English model's entities: a shared Chinese upload with no name in it is
+    tagged once (by the redactor) and linked from those tags."""
+    from ultron.privacy.personal import ChineseNameRecognizer
+
+    tokenizer = ChineseNameRecognizer._posseg()
+    cut: list[str] = []
+
+    class Counting:
+        def cut(self, text):  # type: ignore[no-untyped-def]
+            cut.append(text)
+            return tokenizer.cut(text)
+
+    monkeypatch.setattr(ChineseNameRecognizer, "_tokenizer", Counting())
+    monkeypatch.setattr(ChineseNameRecognizer, "_tagged", type(ChineseNameRecognizer._tagged)())
+    alice = agent(hub, "alice")
+    text = "上海机房的数据库迁移到北京以后，支付宝回调全部超时"
+    memory = alice.upload_memory(text, scope="shared")
+    assert cut == [text]  # the redactor's pass only
+    with hub.db.session() as s:
+        links = set(
+            s.execute(select(MemoryEntity.kind, MemoryEntity.name).where(MemoryEntity.memory_id == memory.id))
+        )
+    assert ("place", "北京") in links and ("place", "上海") in links

@@ -100,9 +100,7 @@ def extract(text: str) -> set[tuple[str, str]]:
             if 2 <= len(name) <= 80:
                 found.add((kind, name))
     if _CJK.search(text):
-        with ChineseNameRecognizer._lock:
-            pairs = [(w.word, w.flag) for w in ChineseNameRecognizer._posseg().cut(text)]
-        for word, flag in pairs:
+        for word, flag in ChineseNameRecognizer.tagged(text):
             kind = _ZH_FLAGS.get(flag)
             if kind is None or not 2 <= len(word) <= 12 or not _CJK.search(word):
                 continue

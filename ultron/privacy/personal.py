@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections import OrderedDict
 from typing import Any
 
 import regex as re
@@ -94,12 +95,18 @@ def frame_names(text: str) -> list[tuple[int, int]]:
     return out
 
 
+# Texts whose jieba tags ChineseNameRecognizer.tagged keeps, and the longest it keeps.
+TAGGED_SIZE = 4096
+TAGGED_MAX_CHARS = 4000
+
+
 class ChineseNameRecognizer(LocalRecognizer):
     """Person names in Chinese text, from jieba's part-of-speech tags."""
 
     ENTITY = "PERSON"
     _lock = threading.Lock()
     _tokenizer: Any = None
+    _tagged: OrderedDict[str, tuple[tuple[str, str], ...]] = OrderedDict()
 
     def __init__(self, language: str):
         super().__init__(
@@ -120,13 +127,29 @@ class ChineseNameRecognizer(LocalRecognizer):
             cls._tokenizer = jieba.posseg.POSTokenizer(jieba.Tokenizer())
         return cls._tokenizer
 
+    @classmethod
+    def tagged(cls, text: str) -> tuple[tuple[str, str], ...]:
+        """jieba's (word, part-of-speech flag) pairs for the text. The redactor (names, on an upload's raw
+        fields) and the companion's entity links (on the stored fields, the raw ones wherever nothing was
+        redacted) tag the same texts: the pairs of the last TAGGED_SIZE texts are kept, so the second
+        reader of a text does not tag it again."""
+        with cls._lock:  # jieba's tokenizers keep state between calls
+            pairs = cls._tagged.get(text)
+            if pairs is not None:
+                cls._tagged.move_to_end(text)
+                return pairs
+            pairs = tuple((w.word, w.flag) for w in cls._posseg().cut(text))
+            if len(text) <= TAGGED_MAX_CHARS:
+                cls._tagged[text] = pairs
+                while len(cls._tagged) > TAGGED_SIZE:
+                    cls._tagged.popitem(last=False)
+            return pairs
+
     def analyze(self, text, entities, nlp_artifacts=None):  # noqa: D102
         if self.ENTITY not in entities or not _CJK_RUN.search(text):
             return []
         out, pos = [], 0
-        with self._lock:  # jieba's tokenizers keep state between calls
-            pairs = [(w.word, w.flag) for w in self._posseg().cut(text)]
-        for word, flag in pairs:
+        for word, flag in self.tagged(text):
             start = text.find(word, pos)
             if start < 0:
                 continue
