@@ -61,3 +61,28 @@ def test_embedding_cache_returns_the_embedders_vectors_and_embeds_misses_once():
     assert len(calls) == 3
     cached.embed(["a b"])
     assert calls[-1] == ["a b"] and cached.model_name == inner.model_name
+
+
+def test_an_uploads_fields_go_through_the_model_in_one_pass(monkeypatch):
+    """`redact_fields` sends the fields the NER model must read through it together (one `pipe`), and
+    redacts each exactly as a call of its own does."""
+    from ultron.privacy.redactor import _nlp
+
+    fields = {
+        "content": "Maria Lopez rotated the staging token",
+        "context": "Deploy from Berlin on Tuesday",
+        "resolution": "ask John Smith before merging the migration",
+    }
+    alone = {k: Redactor().redact(v) for k, v in fields.items()}
+    redactor = Redactor()
+    engine = _nlp(redactor._plan(redactor._effective(None)).engine)
+    single, many = [], []
+    real_one, real_many = engine.process_text, engine.process_many
+    monkeypatch.setattr(engine, "process_text", lambda t, lang: single.append(t) or real_one(t, lang))
+    monkeypatch.setattr(
+        engine, "process_many", lambda ts, lang, n: many.append(list(ts)) or real_many(ts, lang, n)
+    )
+    clean, counts = redactor.redact_fields(fields)
+    assert single == [] and many == [list(fields.values())]
+    assert clean == {k: r.text for k, r in alone.items()}
+    assert counts["PERSON"] == sum(r.entities.get("PERSON", 0) for r in alone.values()) >= 2
