@@ -165,8 +165,12 @@ NOT_NAMES = frozenset(
     "Hello Thanks Dear Hi Hey Note Todo Fixme Done Ready Running Pending Unknown None True False Null "
     "Docker Kubernetes Redis Postgres Nginx Python Java Rust Golang Node Linux Ubuntu Debian Grafana "
     "Prometheus Kafka Jenkins Celery Flask Django Sentry Terraform Ansible Helm Alembic Pydantic Bearer "
-    "Basic Token Tel Fax Phone Email Thread Crashed Release Notes Fixed Improved Input Output".split()
+    "Basic Token Tel Fax Phone Email Thread Crashed Release Notes Fixed Improved Input Output "
+    # Type and tool names the model took for people in human-written memories (bench-batch --corpus real).
+    "Vec String Strings Rc Arc RefCell Mutex Weak Jest Jupyter Forbidden Unauthorized".split()
 )
+# "a Vec", "the Atlas migration": one word right after an article is not a person's name.
+_ARTICLE_BEFORE = re.compile(r"(?:^|[^\w])(?:a|an|the|A|An|The)\s+$")
 _BEFORE_CODE = set("._/\\=@#$<{[:-")
 _AFTER_CODE = re.compile(r"^(?:[_/(=\[{<@`]|\.\w|\w|:\S)")
 
@@ -189,12 +193,15 @@ def may_name_someone(text: str, language: str = "en") -> bool:
 
 def plausible_name(text: str, ent: spacy.tokens.Span | Found) -> bool:
     """A span a small NER model calls a person is kept as one only when it reads like a name in prose:
-    capitalised words, not glued to code (`config.json`, `--password`, `SLACK_BOT_TOKEN`)."""
+    capitalised words, not glued to code (`config.json`, `--password`, `SLACK_BOT_TOKEN`), not one word
+    right after an article ("a Vec", "the Atlas migration")."""
     words = ent.text.split()
     if not words or not all(_NAME_WORD.match(w) for w in words) or all(len(w) <= 2 for w in words):
         return False
     if words[0] in NOT_NAMES or words[-1] in NOT_NAMES or (words[0].islower() and words[-1].islower()):
         return False  # "Error", "Max"; a span between two particles ("van ... de") names nobody
+    if len(words) == 1 and _ARTICLE_BEFORE.search(text[max(0, ent.start_char - 8) : ent.start_char]):
+        return False  # one word after an article; "a John Smith called" still names someone
     before = text[ent.start_char - 1] if ent.start_char else " "
     return before not in _BEFORE_CODE and not before.isalnum() and not _AFTER_CODE.match(text[ent.end_char :])
 

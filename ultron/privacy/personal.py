@@ -33,7 +33,8 @@ COMPOUND_SURNAMES = frozenset(
 )
 # Words jieba tags as names that are not (seen on the corpus and in agent chatter).
 NOT_NAMES_ZH = frozenset(
-    "谢谢 银行卡 脱敏 连接池 哈希 申请人 鉴权 阿里 高可用 高并发 金丝雀 程序员 钱包 马上 温度".split()
+    "谢谢 银行卡 脱敏 连接池 哈希 申请人 鉴权 阿里 高可用 高并发 金丝雀 程序员 钱包 马上 温度 "
+    "白名单 黄牛 柏林 严师".split()
 )
 # A name is introduced: "叫小雨", "名叫张伟", "名字是李娜".
 _NAMING_CUE = re.compile(r"(?:叫|叫做|名叫|名字是|名字叫|称呼)\s*$")
