@@ -44,7 +44,7 @@ class BearerGate:
         self.policy = policy
 
     def _actor(self, scope: Scope) -> Actor:
-        with self.hub.db.session() as session:
+        with self.hub.db.autocommit_session() as session:  # one statement, no transaction around it
             actor = self.policy.actor(Request(scope), session)
         self.policy.last_seen.touch(self.hub.db, actor)
         return actor

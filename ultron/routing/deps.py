@@ -62,8 +62,9 @@ class RequestUnit:
         self.policy: AuthPolicy = request.app.state.auth
 
     def actor(self) -> Actor:
-        """The calling agent, resolved in its own short read-only transaction."""
-        with self.db.session() as session:
+        """The calling agent, resolved by one statement in autocommit (no transaction of its own to open
+        and commit: `Database.autocommit_session`)."""
+        with self.db.autocommit_session() as session:
             return self.policy.actor(self.request, session)
 
     def session(self) -> AbstractContextManager[Session]:
