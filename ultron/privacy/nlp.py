@@ -67,6 +67,11 @@ class EntityMemo:
         self.hits = 0
         self.misses = 0
 
+    def forget(self) -> None:
+        """Empty the memo (benchmarks: each timed upload pays its own model pass)."""
+        with self._lock:
+            self._found.clear()
+
     def get(self, model: str, text: str) -> tuple[Found, ...] | None:
         with self._lock:
             found = self._found.get((model, text))
