@@ -237,7 +237,7 @@ def test_a_chinese_field_the_redactor_tagged_is_not_tagged_again(hub, monkeypatc
             return tokenizer.cut(text)
 
     monkeypatch.setattr(ChineseNameRecognizer, "_tokenizer", Counting())
-    monkeypatch.setattr(ChineseNameRecognizer, "_tagged", type(ChineseNameRecognizer._tagged)())
+    monkeypatch.setattr(ChineseNameRecognizer, "_tagged", type(ChineseNameRecognizer._tagged)(16))
     alice = agent(hub, "alice")
     text = "上海机房的数据库迁移到北京以后，支付宝回调全部超时"
     memory = alice.upload_memory(text, scope="shared")

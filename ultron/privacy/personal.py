@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections import OrderedDict
 from typing import Any
 
 import regex as re
 from presidio_analyzer import LocalRecognizer
 
+from ultron.lru import Lru
 from ultron.privacy.spans import FLAGS, SpanRecognizer, result
 
 # The ~150 most common Chinese surnames (over 85 % of people), minus characters that are far more often a
@@ -107,7 +107,7 @@ class ChineseNameRecognizer(LocalRecognizer):
     ENTITY = "PERSON"
     _lock = threading.Lock()
     _tokenizer: Any = None
-    _tagged: OrderedDict[str, tuple[tuple[str, str], ...]] = OrderedDict()
+    _tagged: Lru[str, tuple[tuple[str, str], ...]] = Lru(TAGGED_SIZE)
 
     def __init__(self, language: str):
         super().__init__(
@@ -134,23 +134,18 @@ class ChineseNameRecognizer(LocalRecognizer):
         fields) and the companion's entity links (on the stored fields, the raw ones wherever nothing was
         redacted) tag the same texts: the pairs of the last TAGGED_SIZE texts are kept, so the second
         reader of a text does not tag it again."""
-        with cls._lock:  # jieba's tokenizers keep state between calls
-            pairs = cls._tagged.get(text)
-            if pairs is not None:
-                cls._tagged.move_to_end(text)
-                return pairs
-            pairs = tuple((w.word, w.flag) for w in cls._posseg().cut(text))
+        pairs = cls._tagged.get(text)
+        if pairs is None:
+            with cls._lock:  # jieba's tokenizers keep state between calls
+                pairs = tuple((w.word, w.flag) for w in cls._posseg().cut(text))
             if len(text) <= TAGGED_MAX_CHARS:
-                cls._tagged[text] = pairs
-                while len(cls._tagged) > TAGGED_SIZE:
-                    cls._tagged.popitem(last=False)
-            return pairs
+                cls._tagged.put(text, pairs)
+        return pairs
 
     @classmethod
     def forget(cls) -> None:
         """Empty the kept tags (benchmarks: each timed upload pays its own tagging)."""
-        with cls._lock:
-            cls._tagged.clear()
+        cls._tagged.clear()
 
     def analyze(self, text, entities, nlp_artifacts=None):  # noqa: D102
         if self.ENTITY not in entities or not _CJK_RUN.search(text):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import bisect
 import threading
-from collections import Counter, OrderedDict
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -14,6 +14,7 @@ from presidio_analyzer import AnalyzerEngine, EntityRecognizer, RecognizerRegist
 from presidio_analyzer.nlp_engine import NlpArtifacts
 from presidio_analyzer.predefined_recognizers import SpacyRecognizer
 
+from ultron.lru import Lru
 from ultron.privacy import validators
 from ultron.privacy.credentials import is_credential_key
 from ultron.privacy.entities import BUILTIN_ENTITIES, placeholder, rank, tie_break
@@ -90,8 +91,7 @@ class Redactor:
         self._merged: dict[RedactionPolicy, RedactionPolicy] = {}
         self._counts: Counter[str] = Counter()
         self._counts_lock = threading.Lock()
-        self._cache: OrderedDict[tuple[int, str], tuple[Finding, ...]] = OrderedDict()
-        self._cache_lock = threading.Lock()
+        self._cache: Lru[tuple[int, str], tuple[Finding, ...]] = Lru(CACHE_SIZE)
         self._plan(self.policy)
         # Presidio compiles its recognizers' patterns on first use: do that now, for both languages.
         self.redact("warm-up: alice@example.com 13800138000 password=hunter2 /home/alice 10.0.0.1")
@@ -181,26 +181,17 @@ class Redactor:
 
     def forget(self) -> None:
         """Empty the per-text cache (benchmarks: each timed call pays its own analysis)."""
-        with self._cache_lock:
-            self._cache.clear()
+        self._cache.clear()
 
     def _cached(self, plan: _Plan, text: str) -> tuple[Finding, ...] | None:
         if len(text) > CACHE_MAX_CHARS:
             return None
-        key = (id(plan), text)
-        with self._cache_lock:
-            found = self._cache.get(key)
-            if found is not None:
-                self._cache.move_to_end(key)
-            return found
+        return self._cache.get((id(plan), text))
 
     def _keep(self, plan: _Plan, text: str, findings: list[Finding]) -> None:
         if len(text) > CACHE_MAX_CHARS:
             return
-        with self._cache_lock:
-            self._cache[(id(plan), text)] = tuple(findings)
-            while len(self._cache) > CACHE_SIZE:
-                self._cache.popitem(last=False)
+        self._cache.put((id(plan), text), tuple(findings))
 
     def _analyze(self, plan: _Plan, text: str, language: str, artifacts: Any = None) -> list[Finding]:
         # NER runs only when this policy wants names in this language (private memories keep them).

@@ -3,13 +3,12 @@ agent repeats) is not embedded again. Embedders are deterministic per model, so 
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from ultron.lru import Lru
 from ultron.providers.base import EmbedderWrapper, EmbedKind
 
 # Vectors kept (float32: 1.5 KB each at 384 dimensions, 4 KB at 1024) and the longest text kept.
@@ -23,30 +22,24 @@ class CachedEmbedder(EmbedderWrapper):
     def __init__(self, inner: Any, size: int = CACHE_SIZE):
         super().__init__(inner)
         self.size = size
-        self._cache: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
-        self._lock = threading.Lock()
+        self._cache: Lru[tuple[str, str], np.ndarray] = Lru(size)
         self.hits = 0
 
     def embed(self, texts: Sequence[str], *, kind: EmbedKind = "document") -> list[list[float]]:
         texts = list(texts)
         found: dict[str, np.ndarray] = {}
-        with self._lock:
-            for text in texts:
-                vector = self._cache.get((kind, text))
-                if vector is not None:
-                    self._cache.move_to_end((kind, text))
-                    found[text] = vector
-            self.hits += sum(1 for text in texts if text in found)
+        for text in dict.fromkeys(texts):
+            vector = self._cache.get((kind, text))
+            if vector is not None:
+                found[text] = vector
+        self.hits += sum(1 for text in texts if text in found)
         missing = [text for text in dict.fromkeys(texts) if text not in found]
         if missing:
             fresh = self.inner.embed(missing, kind=kind)
-            with self._lock:
-                for text, vector in zip(missing, fresh, strict=True):
-                    found[text] = row = np.asarray(vector, dtype=np.float32)
-                    if len(text) <= CACHE_MAX_CHARS:
-                        self._cache[(kind, text)] = row
-                while len(self._cache) > self.size:
-                    self._cache.popitem(last=False)
+            for text, vector in zip(missing, fresh, strict=True):
+                found[text] = row = np.asarray(vector, dtype=np.float32)
+                if len(text) <= CACHE_MAX_CHARS:
+                    self._cache.put((kind, text), row)
         return [found[text].tolist() for text in texts]
 
     def __getattr__(self, name: str) -> Any:
