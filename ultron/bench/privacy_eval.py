@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ultron.bench.privacy_faith import NAMES_CORPUS, TECHNICAL_CORPUS, evaluate_faith, format_faith
 from ultron.privacy.entities import PII_ENTITIES, SECRET_ENTITIES, placeholder
 from ultron.privacy.policy import UUID_PATTERN, RedactionPolicy
 from ultron.privacy.redactor import Redactor
@@ -310,7 +311,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--redact-uuids", action="store_true", help="also redact UUIDs, to measure what that costs"
     )
+    parser.add_argument(
+        "--faith",
+        choices=("auto", "only", "no"),
+        default="auto",
+        help="the issue-31 corpora (technical snippets, name sentences): after the labelled corpus when "
+        "present (auto), alone (only), or not at all (no)",
+    )
     args = parser.parse_args(argv)
+    if args.faith == "only":
+        return _faith(Redactor())
     path = args.corpus or DEFAULT_CORPUS
     if not path.is_file():
         hint = "" if args.corpus else " (it ships in the source tree, not in the wheel: pass --corpus PATH)"
@@ -325,6 +335,28 @@ def main(argv: list[str] | None = None) -> int:
     report = evaluate(snippets, Redactor(), policy, repeat=max(0, args.repeat))
     print(format_report(report, snippets))
     failures = report.failures()
+    if args.faith == "auto" and TECHNICAL_CORPUS.is_file() and NAMES_CORPUS.is_file():
+        failures += _faith_failures(Redactor())
+    for failure in failures:
+        print(f"TARGET MISSED: {failure}")
+    if not failures:
+        print("all targets met")
+    return 1 if failures else 0
+
+
+def _faith_failures(redactor: Redactor) -> list[str]:
+    technical, names = load_corpus(TECHNICAL_CORPUS), load_corpus(NAMES_CORPUS)
+    report = evaluate_faith(technical, names, redactor)
+    print(format_faith(report))
+    return report.failures()
+
+
+def _faith(redactor: Redactor) -> int:
+    try:
+        failures = _faith_failures(redactor)
+    except (OSError, ValueError) as exc:
+        print(f"error: {exc} (the corpora ship in the source tree, not in the wheel)", file=sys.stderr)
+        return 2
     for failure in failures:
         print(f"TARGET MISSED: {failure}")
     if not failures:
