@@ -217,7 +217,8 @@ class UrlPasswordRecognizer(LocalRecognizer):
     )
     _URL = re.compile(
         r"(?<![A-Za-z0-9+.-])(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://(?P<user>[^\s:/@?#\"'<>]*)"
-        r":(?P<value>[^\s/?#\"'<>]+)@(?=[A-Za-z0-9\[_])",
+        # `#` and `?` may sit in a pasted password (`deploy:Dragon#88@git…`): the `@host` after decides.
+        r":(?P<value>[^\s/\"'<>]+)@(?=[A-Za-z0-9\[_])",
         FLAGS,
     )
 

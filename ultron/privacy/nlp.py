@@ -12,17 +12,18 @@ on long unbroken runs (a 60 KB URL list took 15 s), and its tokens would go unre
 from __future__ import annotations
 
 import logging
-import re
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+import regex as re
 import spacy
 from presidio_analyzer.context_aware_enhancers import ContextAwareEnhancer
 from presidio_analyzer.nlp_engine import NerModelConfiguration, NlpArtifacts, SpacyNlpEngine
 from spacy.language import Language
 
 from ultron.lru import Lru
+from ultron.privacy.names import NAME_WORD, add_dictionary, person_in_context
 
 log = logging.getLogger(__name__)
 
@@ -151,9 +152,7 @@ class OfflineSpacyNlpEngine(SpacyNlpEngine):
 
 
 # Each word of a name: "Maria", "O'Brien", "Jean-Luc", an initial "J.", or a particle ("van", "de").
-_NAME_WORD = re.compile(
-    r"^(?:[A-Z][a-z]+(?:['’-][A-Z]?[a-z]+)*|[A-Z]\.|van|von|de|da|del|der|di|du|la|le|bin|al)$"
-)
+_NAME_WORD = re.compile(rf"^(?:{NAME_WORD}|[A-Z]\.|van|von|de|da|del|der|di|du|la|le|bin|bint|ibn|al)$")
 # Capitalised words a small NER model reads as a person in logs and tool output.
 NOT_NAMES = frozenset(
     "Login Succeeded Max Min Error Errors Warning Failed Fatal Exception Traceback Caused Retry Retries "
@@ -171,7 +170,7 @@ _AFTER_CODE = re.compile(r"^(?:[_/(=\[{<@`]|\.\w|\w|:\S)")
 
 
 # A capitalised name word or an initial, wherever it stands in a text (the first alternative is _NAME_WORD's).
-_NAME_CANDIDATE = re.compile(r"[A-Z][a-z]+(?:['’-][A-Z]?[a-z]+)*|[A-Z]\.")
+_NAME_CANDIDATE = re.compile(rf"{NAME_WORD}|[A-Z]\.")
 
 
 def may_name_someone(text: str, language: str = "en") -> bool:
@@ -198,7 +197,9 @@ def plausible_name(text: str, ent: spacy.tokens.Span | Found) -> bool:
     if len(words) == 1 and _ARTICLE_BEFORE.search(text[max(0, ent.start_char - 8) : ent.start_char]):
         return False  # one word after an article; "a John Smith called" still names someone
     before = text[ent.start_char - 1] if ent.start_char else " "
-    return before not in _BEFORE_CODE and not before.isalnum() and not _AFTER_CODE.match(text[ent.end_char :])
+    if before in _BEFORE_CODE or before.isalnum() or _AFTER_CODE.match(text[ent.end_char :]):
+        return False
+    return person_in_context(text, ent.start_char, ent.end_char, words)
 
 
 def load_model(name: str) -> spacy.language.Language | None:
@@ -211,8 +212,21 @@ def load_model(name: str) -> spacy.language.Language | None:
     if "ner" not in nlp.pipe_names and not {"entity_ruler", "span_ruler"} & set(nlp.pipe_names):
         log.warning("spaCy model %r has no NER component; person names will not be detected", name)
         return None
+    add_dictionary(_lemma_index(nlp))
     nlp.select_pipes(enable=[pipe for pipe in nlp.pipe_names if pipe in _NER_PIPES])
     return nlp
+
+
+def _lemma_index(nlp: Language) -> set[str]:
+    """The English words the model's lemmatizer knows (WordNet lemmas, inside the model package): the
+    person rules use them to tell `Important Boundaries` from `Rosalind Carver`. Empty without one."""
+    if "lemmatizer" not in nlp.pipe_names:
+        return set()
+    lookups = getattr(nlp.get_pipe("lemmatizer"), "lookups", None)
+    if lookups is None or "lemma_index" not in lookups.tables:
+        return set()
+    index = lookups.get_table("lemma_index")
+    return {w for pos in ("noun", "verb", "adj", "adv") for w in index.get(pos, ()) if w.isalpha()}
 
 
 class NoContextEnhancer(ContextAwareEnhancer):

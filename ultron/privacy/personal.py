@@ -17,6 +17,7 @@ import regex as re
 from presidio_analyzer import LocalRecognizer
 
 from ultron.lru import Lru
+from ultron.privacy.names import GivenNameRecognizer
 from ultron.privacy.spans import FLAGS, SpanRecognizer, result
 
 # The ~150 most common Chinese surnames (over 85 % of people), minus characters that are far more often a
@@ -69,7 +70,7 @@ def chinese_name(word: str, before: str) -> bool:
     if not n:
         return False
     rest = word[n:]
-    return bool(rest) and (rest in _TITLES or len(rest) <= 2)
+    return bool(rest) and (rest in _TITLES or (len(rest) <= 2 and not _compound_word(word)))
 
 
 def _frames() -> re.Pattern:
@@ -88,7 +89,7 @@ def frame_names(text: str) -> list[tuple[int, int]]:
     out = []
     for m in _FRAME.finditer(text):
         group = "name" if m.group("name") else "name2"
-        if m.group(group) not in NOT_NAMES_ZH:
+        if m.group(group) not in NOT_NAMES_ZH and not _compound_word(m.group(group)):
             out.append(m.span(group))
     for m in _NAMED.finditer(text):
         if not _NOT_NAMED.match(m.group("name")):
@@ -150,16 +151,60 @@ class ChineseNameRecognizer(LocalRecognizer):
     def analyze(self, text, entities, nlp_artifacts=None):  # noqa: D102
         if self.ENTITY not in entities or not _CJK_RUN.search(text):
             return []
-        out, pos = [], 0
+        out, pos, spans = [], 0, []
         for word, flag in self.tagged(text):
             start = text.find(word, pos)
             if start < 0:
                 continue
             pos = start + len(word)
-            if flag in ("nr", "nrfg", "nrt") and chinese_name(word, text[max(0, start - 6) : start]):
-                out.append(result(self, self.ENTITY, start, pos))
+            spans.append((start, pos, word, flag))
+        for i, (start, end, word, flag) in enumerate(spans):
+            if flag not in _NAME_FLAGS:
+                continue
+            prev = spans[i - 1] if i else None
+            nxt = spans[i + 1] if i + 1 < len(spans) else None
+            # jieba cuts some names after the surname: 王/秀英 (both tagged nr) is one name.
+            if _surname(word) == len(word) and nxt and nxt[0] == end and nxt[3] in _NAME_FLAGS:
+                word, end = word + nxt[2], nxt[1]
+            before = text[max(0, start - 6) : start]
+            if not chinese_name(word, before) or _part_of_longer_noun(prev, start, before):
+                continue
+            out.append(result(self, self.ENTITY, start, end))
         out += [result(self, self.ENTITY, start, end) for start, end in frame_names(text)]
         return out
+
+
+_NAME_FLAGS = ("nr", "nrfg", "nrt")
+# jieba's tags of a proper noun: a name right after one (贝尔/高姆) is part of a transliterated place or name.
+_PROPER_FLAGS = frozenset({"nr", "nrfg", "nrt", "ns", "nz", "nt"})
+
+
+def _part_of_longer_noun(prev: tuple[int, int, str, str] | None, start: int, before: str) -> bool:
+    """贝尔高姆 is cut 贝尔/高姆 and both are tagged names: a proper noun glued before the word (that is
+    not itself a person's name or a naming cue) makes it part of a longer one."""
+    if prev is None or prev[1] != start or prev[3] not in _PROPER_FLAGS or len(prev[2]) < 2:
+        return False
+    return not chinese_name(prev[2], "") and not _NAMING_CUE.search(before)
+
+
+def _compound_word(word: str) -> bool:
+    """管弦乐 is 管 + 弦乐 (string music), a surname glued to a common word, not a name: the part after the
+    surname is a frequent dictionary word whose tag is not a proper noun (建国 in 王建国 is tagged a place,
+    and stays a name)."""
+    rest = word[_surname(word) :]
+    if len(rest) < 2:
+        return False
+    tagger = ChineseNameRecognizer._posseg()
+    tagger.tokenizer.check_initialized()
+    tag = tagger.word_tag_tab.get(rest)
+    return (
+        tag is not None
+        and tag not in _PROPER_FLAGS
+        and tagger.tokenizer.FREQ.get(rest, 0) >= _COMMON_WORD_FREQ
+    )
+
+
+_COMMON_WORD_FREQ = 50
 
 
 # --- street addresses --------------------------------------------------------------------------------
@@ -234,4 +279,9 @@ class KinNameRecognizer(SpanRecognizer):
 
 
 def personal_recognizers(language: str) -> list[LocalRecognizer]:
-    return [StreetAddressRecognizer(language), QQNumberRecognizer(language), KinNameRecognizer(language)]
+    return [
+        StreetAddressRecognizer(language),
+        QQNumberRecognizer(language),
+        KinNameRecognizer(language),
+        GivenNameRecognizer(language),
+    ]

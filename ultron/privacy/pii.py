@@ -3,6 +3,8 @@ card, IBAN and crypto recognizers adjusted so ids, timestamps and versions in lo
 
 from __future__ import annotations
 
+import ipaddress
+
 import phonenumbers
 import regex as re
 import tldextract
@@ -167,7 +169,11 @@ class ContextualPhoneRecognizer(PhoneRecognizer):
             return False
         if not raw.startswith("+") and re.search(r"(?<!\d)\d(?!\d)", raw):
             return False  # columns of small numbers (`LISTEN 0 244`), not a number split into groups
-        if labelled_as_identifier(text, start) or _embedded(text, start, end):
+        if (
+            labelled_as_identifier(text, start)
+            or _embedded(text, start, end)
+            or _coordinates(text, start, end)
+        ):
             return False
         if raw.startswith("+"):
             return True
@@ -177,11 +183,24 @@ class ContextualPhoneRecognizer(PhoneRecognizer):
         return bool(context or (formatted and digits >= 8))
 
 
-# Dates, times, IPv4 addresses and dotted versions look like formatted numbers.
+# Dates, times, IPv4 addresses, dotted versions and ranges (`cost=17.00..329.50` in a query plan) look like
+# formatted numbers.
 _NOT_A_PHONE = re.compile(
-    r"\d{4}[-./]\d{1,2}[-./]\d{1,2}|\d{1,2}[-./]\d{1,2}[-./]\d{4}|\d{1,3}(?:\.\d{1,3}){3}(?!\d)|\d+\.\d+\.\d+",
+    r"\d{4}[-./]\d{1,2}[-./]\d{1,2}|\d{1,2}[-./]\d{1,2}[-./]\d{4}|\d{1,3}(?:\.\d{1,3}){3}(?!\d)|\d+\.\d+\.\d+"
+    r"|\d\.\.\d",
     FLAGS,
 )
+# Latitude and longitude: two decimals of four or more places side by side (`40.7128, -74.0060`,
+# `[151.2093, -33.8688]`, `+35.6759 -83.6478`). A phone number is never written with a single decimal point.
+_COORDINATES = re.compile(r"[-+]?\d{1,3}\.\d{4,}[ \t]*[, \t][ \t]*[-+]?\d{1,3}\.\d{4,}(?![\d.])", FLAGS)
+
+
+def _coordinates(text: str, start: int, end: int) -> bool:
+    """The candidate is (part of) a pair of coordinates."""
+    lo = max(0, start - 24)
+    return any(
+        m.start() + lo < end and start < m.end() + lo for m in _COORDINATES.finditer(text[lo : end + 24])
+    )
 
 
 def _embedded(text: str, start: int, end: int) -> bool:
@@ -248,8 +267,36 @@ class TechnicalIpRecognizer(IpRecognizer):
                 continue  # part of a longer dotted number: an OID or a 5-part version
             if _VERSION_CONTEXT.search(text[max(0, r.start - 16) : r.start]):
                 continue
+            if _dns_answer(text, r.start, value):
+                continue
             kept.append(r)
         return kept
+
+
+# `example.com. 300 IN A 93.184.215.14`: a DNS record's address.
+_DNS_RECORD = re.compile(r"\sIN[ \t]+A{1,4}[ \t]+$", FLAGS)
+_DIG_SHORT = re.compile(r"^\W{0,3}dig\b[^\n]*\+short", FLAGS)
+_ADDRESS_LINE = re.compile(r"^[0-9A-Fa-f.:]+$")
+
+
+def _dns_answer(text: str, start: int, value: str) -> bool:
+    """A public address that a DNS lookup printed (`dig … +short` output, an `IN A` record) belongs to the
+    server behind a public name, not to a person. Private addresses stay redacted: they map a network."""
+    try:
+        if not ipaddress.ip_address(value.split("/")[0].split("%")[0]).is_global:
+            return False
+    except ValueError:
+        return False
+    line_start = text.rfind("\n", 0, start) + 1
+    if _DNS_RECORD.search(text[line_start:start]):
+        return True
+    if text[line_start:start].strip():
+        return False
+    # Lines of bare addresses up to the `dig … +short` that printed them.
+    lines = text[:line_start].splitlines()
+    while lines and _ADDRESS_LINE.match(lines[-1].strip()):
+        lines.pop()
+    return bool(lines) and bool(_DIG_SHORT.search(lines[-1]))
 
 
 _VERSION_CONTEXT = re.compile(

@@ -204,7 +204,7 @@ class Redactor:
             ad_hoc_recognizers=plan.extra[language] or None,
             nlp_artifacts=_nlp(plan.engine).empty_artifacts(language) if skip_ner else artifacts,
         )
-        return _resolve(results)
+        return _resolve([r for r in results if r.entity_type != "PERSON" or _whole_words(text, r)])
 
     def stats(self) -> dict[str, int]:
         """Calls, characters, fast-path calls and per-entity counts since construction."""
@@ -320,6 +320,14 @@ def _nlp(engine: AnalyzerEngine) -> OfflineSpacyNlpEngine:
 def _is_chinese(text: str) -> bool:
     """Chinese when at least one character in ten is a CJK ideograph; it picks the spaCy pipeline."""
     return len(_CJK.findall(text)) * 10 >= len(text.strip())
+
+
+def _whole_words(text: str, r: RecognizerResult) -> bool:
+    """A name never starts or ends inside a word: `a package called PyYAML` must not become
+    `<PERSON>YAML`. Only Latin letters and digits count, since Chinese text has no spaces between words."""
+    before = text[r.start - 1 : r.start]
+    after = text[r.end : r.end + 1]
+    return not (before.isascii() and before.isalnum()) and not (after.isascii() and after.isalnum())
 
 
 def _resolve(results: list[RecognizerResult]) -> list[Finding]:

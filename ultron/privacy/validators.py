@@ -117,14 +117,24 @@ def is_bare_identifier(value: str) -> bool:
     return value.isidentifier() and not any(c.isdigit() for c in value)
 
 
+# Public DNS resolvers (Google, Cloudflare, Quad9, OpenDNS, AdGuard, 114DNS, AliDNS, DNSPod, Baidu): in every
+# resolv.conf, nginx `resolver` line and `dig @…`; they are services, not anyone's address.
+PUBLIC_RESOLVERS = frozenset(
+    "8.8.8.8 8.8.4.4 1.1.1.1 1.0.0.1 9.9.9.9 149.112.112.112 208.67.222.222 208.67.220.220 94.140.14.14 "
+    "94.140.15.15 114.114.114.114 114.114.115.115 223.5.5.5 223.6.6.6 119.29.29.29 180.76.76.76 "
+    "2001:4860:4860::8888 2001:4860:4860::8844 2606:4700:4700::1111 2606:4700:4700::1001 2620:fe::fe".split()
+)
+
+
 # Addresses that appear in every config file and say nothing about anyone.
 def ip_is_public_interest(value: str) -> bool:
-    """False for loopback, unspecified, netmask-shaped and broadcast addresses; True otherwise."""
+    """False for loopback, unspecified, netmask-shaped and broadcast addresses and public DNS resolvers;
+    True otherwise."""
     try:
         addr = ipaddress.ip_address(value.split("/")[0].split("%")[0])
     except ValueError:
         return False
-    if addr.is_loopback or addr.is_unspecified:
+    if addr.is_loopback or addr.is_unspecified or str(addr) in PUBLIC_RESOLVERS:
         return False
     if addr.version == 4:
         bits = int(addr)
