@@ -9,9 +9,10 @@ So a span the model calls a person is kept only when the context agrees:
   (`Oil`, `Inc`, `Holdings`) rules the span out;
 * a span whose first word is a known given name (GIVEN_NAMES), or that a person cue surrounds (a title,
   a kin word or `named` before it; a possessive `'s` or a verb only people do after it) is a person;
-* otherwise a single word is not (a product, a place, a label, an imperative); a span at the start of a
-  line or sentence, in a heading or before a colon is not when its first word is an English word; and a
-  span made only of English words (`Important Boundaries`, `Sort Method`) is not anywhere.
+* otherwise a single word is not (a product, a place, a label, an imperative); two or more words followed
+  by a verb ("Lena Park flies") are; a span at the start of a line or sentence, in a heading or before a
+  colon is not when its first word is an English word; and a span made only of English words
+  (`Important Boundaries`, `Getting Started`) is not anywhere.
 
 English words are the model's own lemmatizer index (WordNet lemmas, shipped inside the model package);
 without a model no span reaches these rules.
@@ -50,6 +51,9 @@ GIVEN_NAMES = frozenset(
     "Penelope Eleanor Beatrice Rosalind Matilda Clara Edith Phoebe Lucy Georgia Ruby Holly Zoe Chloe "
     "Lars Sven Erik Nils Astrid Ingrid Freja Hans Klaus Jurgen Stefan Lukas Felix Maximilian Johannes Anja "
     "Katrin Ivan Dmitri Sergei Olga Natasha Anastasia Tatiana Piotr Katarzyna Agnieszka Tomasz Jakub "
+    # Short forms
+    "Tom Tim Ben Sam Dan Joe Jim Bob Rob Nick Matt Pat Ted Ed Alex Chris Mike Dave Steve Andy Tony Jake "
+    "Kate Liz Meg Jen Jess Beth Sue Mel Annie Katie Molly Sally Jenny Becky Nina Tina Jonas Caroline Lena "
     # Indian
     "Priya Arjun Ananya Rohan Kavya Vikram Sneha Aditya Meera Rahul Divya Siddharth Lakshmi Harsh Pooja "
     "Amit Anil Sunil Rajesh Ramesh Suresh Mahesh Ravi Vijay Sanjay Deepak Manoj Ashok Arun Karthik Nikhil "
@@ -122,12 +126,16 @@ _TITLE_BEFORE = re.compile(rf"(?:^|[^\w.]){_TITLE}\s+$")
 _KIN_BEFORE = re.compile(
     r"(?i:\b(?:my|our|his|her|their)\s+(?:daughter|son|wife|husband|partner|mother|father|sister|brother|"
     r"friend|colleague|boss|manager|teammate)"
-    r"|\b(?:named|called|cc|ping|thanks|thank you|dear|hi|hello)),?\s+$"
+    r"|\b(?:named|called|cc|ping|thanks|thank you|dear|hi|hey|hello)),?\s+$"
 )
 _PERSON_AFTER = re.compile(
     r"^(?:['’]s\b|\s+(?:said|says|asked|asks|told|tells|wrote|writes|replied|thinks|thought|agreed|"
     r"mentioned|explained|suggested|promised|emailed|called|messaged|is on leave|was on leave|"
     r"and (?:I|me|we)\b))"
+)
+# A finite verb right after a span of two or more words: its subject is someone.
+_VERB_AFTER = re.compile(
+    r"^[ \t]+(?:(?:will|would|can|could|should|may|might|must|is|was|has|had|did|does)\b|[a-z]+(?:ed|es|s)\b)"
 )
 # What ends a sentence or a line before a span, so the span's first word is capitalised by position.
 _STRUCTURAL_BEFORE = re.compile(r"(?:^|\n)[ \t]*(?:#{1,6}[ \t]+|[-*+>][ \t]+|\d+[.)][ \t]+)?$|[.!?:;][ \t]+$")
@@ -187,6 +195,8 @@ def person_in_context(text: str, start: int, end: int, words: list[str]) -> bool
         return True
     if len(words) == 1:
         return False
+    if _VERB_AFTER.match(after):
+        return True  # "Lena Park flies to Lisbon": two name words doing something
     structural = bool(_STRUCTURAL_BEFORE.search(before)) or after.startswith(":") or _in_heading(text, start)
     if structural and english_word(words[0]):
         return False

@@ -192,7 +192,7 @@ def _compound_word(word: str) -> bool:
     surname is a frequent dictionary word whose tag is not a proper noun (建国 in 王建国 is tagged a place,
     and stays a name)."""
     rest = word[_surname(word) :]
-    if len(rest) < 2:
+    if len(rest) < 2 or rest in _TITLES:  # 王经理, 周老师: a surname and a title
         return False
     tagger = ChineseNameRecognizer._posseg()
     tagger.tokenizer.check_initialized()
