@@ -526,6 +526,36 @@ ZH_TEMPLATES = {
 }
 
 
+# Written after the redactor's given-name list, none of them in it (a test checks): how far recall holds
+# for names the rules were not given.
+UNLISTED = [
+    "Thaddeus Blackwood",
+    "Anneliese Vogt",
+    "Oisin Gallagher",
+    "Siobhan Keane",
+    "Bartholomew Quist",
+    "Leocadia Ferro",
+    "Ximeno Arriaga",
+    "Dagny Solberg",
+    "Eero Virtanen",
+    "Tuomas Laine",
+    "Wojciech Zielinski",
+    "Bogdan Petrescu",
+    "Radka Novotna",
+    "Aurelio Benedetti",
+    "Ottavia Colombo",
+    "Chidubem Anozie",
+    "Ekundayo Ajayi",
+    "Thandiwe Mokoena",
+    "Sipho Ndlovu",
+    "Minh Tran",
+    "Jae-won Kim",
+    "Seo-yeon Park",
+    "Ilse Brandt",
+    "Kasimir Wolff",
+]
+
+
 def name_sentences(rng: random.Random) -> list[dict]:
     out: list[dict] = []
     for origin, names in NAMES.items():
@@ -551,6 +581,13 @@ def name_sentences(rng: random.Random) -> list[dict]:
                     "value": name,
                 }
             )
+    for i, name in enumerate(UNLISTED):
+        kinds = list(EN_TEMPLATES)
+        for k in range(2):
+            kind = kinds[(i + k) % len(kinds)]
+            value = name if kind != "title" else name.split()[-1]
+            text = rng.choice(EN_TEMPLATES[kind]).format(n=name, t=rng.choice(TITLES), s=value)
+            out.append({"lang": "en", "kind": f"unlisted/{kind}", "text": text, "value": value})
     return out
 
 

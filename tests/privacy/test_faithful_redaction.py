@@ -4,6 +4,7 @@ with the shared-scope policy; a few through the real upload path; and the gate o
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -149,3 +150,27 @@ def test_targets_met_on_dev_and_heldout(redactor, corpora):
         assert report.recall[(split, "all")].share >= NAME_RECALL_TARGET, report.missed
     assert set(report.found_words) == set(FOUND_WORDS)
     assert report.failures() == []
+
+
+def test_eval_command_reports_the_faith_corpora_alone(tmp_path, monkeypatch, capsys):
+    from ultron.bench import privacy_eval
+
+    technical = tmp_path / "t.jsonl"
+    names = tmp_path / "n.jsonl"
+    row = {"id": "t-1", "lang": "en", "kind": "label", "split": "dev", "entities": []}
+    technical.write_text(json.dumps({**row, "text": "Lesson: pin PyYAML."}) + "\n", encoding="utf-8")
+    person = [{"type": "PERSON", "value": "Priya Raman"}]
+    names.write_text(
+        json.dumps(
+            {**row, "id": "n-1", "kind": "indian/start", "text": "Priya Raman fixed it.", "entities": person}
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    monkeypatch.setattr(privacy_eval, "TECHNICAL_CORPUS", technical)
+    monkeypatch.setattr(privacy_eval, "NAMES_CORPUS", names)
+    assert privacy_eval.main(["--faith", "only"]) == 0
+    out = capsys.readouterr().out
+    assert "technical snippets unchanged" in out and "person recall" in out and "all targets met" in out
+    names.write_text(json.dumps({**row, "id": "n-1", "kind": "x/y", "text": "x"}) + "\n{", encoding="utf-8")
+    assert privacy_eval.main(["--faith", "only"]) == 2
