@@ -48,6 +48,7 @@ KEPT = [
     ("nameserver 8.8.8.8\nnameserver 1.1.1.1", ["8.8.8.8", "1.1.1.1"]),
     ("Hash Join  (cost=61.00..335.50 rows=245 width=48)", ["61.00..335.50"]),
     ("$ dig example.org +short\n93.184.215.14", ["93.184.215.14"]),
+    ("Upgrade Ruby Gems before the Hugo Extended build.", ["Ruby Gems", "Hugo Extended"]),
 ]
 
 

@@ -94,7 +94,11 @@ GIVEN_NAMES = frozenset(
     "Parisa Shirin Mehmet Emre Burak Elif Zeynep Ayse".split()
 )
 # Given names that are also ordinary English words: alone they prove nothing ("Will you", "Mark as done").
-AMBIGUOUS_GIVEN = frozenset("Will Mark Grace Rose June April May Faith Hope Joy Bill Art Rich Frank".split())
+# Or names of languages and tools ("Ruby Gems", "Julia Computing", "Hugo Extended").
+AMBIGUOUS_GIVEN = frozenset(
+    "Will Mark Grace Rose June April May Faith Hope Joy Bill Art Rich Frank Ruby Julia Hugo Ada "
+    "Pascal".split()
+)
 # Last words of company names: "Yukos Oil", "Tencent Holdings", "Exxon Mobil".
 ORG_SUFFIXES = frozenset(
     "Oil Inc Corp Corporation Co Company Ltd LLC PLC GmbH AG SA Group Holdings Bank Motor Motors Airlines "
@@ -185,7 +189,9 @@ def person_in_context(text: str, start: int, end: int, words: list[str]) -> bool
     if any(_technical(w) for w in words) or words[-1] in ORG_SUFFIXES:
         return False
     before, after = text[max(0, start - 40) : start], text[end : end + 24]
-    first_given = given_name(words[0]) and not (words[0] in AMBIGUOUS_GIVEN and len(words) == 1)
+    # An ambiguous given name counts only before a surname that is no English word: "Ruby Gems" is not.
+    ambiguous = words[0] in AMBIGUOUS_GIVEN and (len(words) == 1 or english_word(words[-1]))
+    first_given = given_name(words[0]) and not ambiguous
     if (
         first_given
         or _TITLE_BEFORE.search(before)
