@@ -509,6 +509,7 @@ def cmd_privacy_eval(args: argparse.Namespace) -> int:
     from ultron.bench.privacy_eval import main as privacy_main
 
     argv = ["--repeat", str(args.repeat)] + (["--corpus", args.corpus] if args.corpus else [])
+    argv += ["--faith", args.faith]
     return privacy_main(argv + (["--redact-uuids"] if args.redact_uuids else []))
 
 
@@ -726,6 +727,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repeat", type=int, default=3, help="timed passes over the corpus (0 skips timing)")
     p.add_argument(
         "--redact-uuids", action="store_true", help="also redact UUIDs, to measure what that costs"
+    )
+    p.add_argument(
+        "--faith",
+        choices=("auto", "only", "no"),
+        default="auto",
+        help="the issue-31 corpora (technical snippets, name sentences): after the default corpus (auto), "
+        "alone (only) or not at all (no)",
     )
     p.set_defaults(func=cmd_privacy_eval)
     return parser
