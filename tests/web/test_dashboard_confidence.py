@@ -34,6 +34,18 @@ def test_search_shows_confidence_on_one_scale(page, live_hub, demo):  # noqa: F8
     _shot(page, "search-confident")
 
 
+def test_the_type_filter_changes_the_top_result(page, live_hub, demo):  # noqa: F811
+    _sign_in(page, live_hub, demo.keys["claude-code"])
+    page.click("#nav a[data-page=search]")
+    _search(page, "postgres connection refused docker")
+    assert "Postgres connection refused" in page.locator(".result").first.text_content()
+    page.select_option("[data-testid=search-type]", "security")
+    page.click("[data-testid=search-go]")
+    page.locator(".result").first.locator(".chip[data-type=security]").wait_for()
+    types = [c.get_attribute("data-type") for c in page.locator(".result .rank .chip[data-type]").all()]
+    assert types and set(types) == {"security"}, types
+
+
 def test_a_search_with_nothing_confident_says_so_first(page, live_hub, demo):  # noqa: F811
     _sign_in(page, live_hub, demo.keys["claude-code"])
     page.click("#nav a[data-page=search]")

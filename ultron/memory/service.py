@@ -300,7 +300,7 @@ def _search_sql(
 
 
 def _filter_field(line: str) -> str | None:
-    head, mark, field = line.rstrip().rpartition("-- filter:")
+    _, mark, field = line.rstrip().rpartition("-- filter:")
     return field if mark else None
 
 

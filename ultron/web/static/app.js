@@ -531,15 +531,21 @@ async function pageSearch(main) {
   const tier = h("select", { "aria-label": "Tier" }, h("option", { value: "" }, "Tier: any"), TIERS.map((t) => h("option", { value: t }, t)));
   const limit = h("select", { "aria-label": "Limit" }, [5, 10, 20, 50].map((n) => h("option", { value: n }, `${n} results`)));
   limit.value = "10";
+  // filters apply inside the search (docs/ranking.md, "Filters"), not to the results shown
+  const type = h("select", { "aria-label": "Type", "data-testid": "search-type" }, h("option", { value: "" }, "Type: any"), TYPES.map((t) => h("option", { value: t }, t)));
+  const tag = h("input", { type: "text", placeholder: "Tag", "aria-label": "Tag", "data-testid": "search-tag", style: "width:8em" });
   const out = h("div", { "data-testid": "search-results" });
-  const form = h("form", { class: "toolbar" }, q, tier, limit, h("button", { class: "btn primary", type: "submit", "data-testid": "search-go" }, "Search"));
+  const form = h("form", { class: "toolbar" }, q, tier, type, tag, limit, h("button", { class: "btn primary", type: "submit", "data-testid": "search-go" }, "Search"));
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();
     if (!q.value.trim()) return;
     out.replaceChildren(h("div", { class: "loading" }, "Searching…"));
     const t0 = performance.now();
     try {
-      const res = await api("/memories/search", { method: "POST", body: { query: q.value, tier: tier.value || null, limit: Number(limit.value), detail_level: "l1", explain: true } });
+      const body = { query: q.value, tier: tier.value || null, limit: Number(limit.value), detail_level: "l1", explain: true };
+      if (type.value) body.types = [type.value];
+      if (tag.value.trim()) body.tags = [tag.value.trim()];
+      const res = await api("/memories/search", { method: "POST", body });
       renderResults(out, res.results, performance.now() - t0);
     } catch (e) { out.replaceChildren(h("div", { class: "card error" }, e.message)); }
   });
