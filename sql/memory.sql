@@ -77,6 +77,8 @@ SELECT * FROM memory
 -- every scored column comes with it; only the top rows (the limit) are read again for their text.
 -- The service runs it as a prepared statement with the LIMITs written in and the lines marked `-- tier`
 -- dropped when no tier is asked for (ultron/memory/service.py, _search_sql), so one generic plan serves.
+-- The search filters (ultron/memory/filters.py) are the lines marked `-- filter:<field>`, kept only for the
+-- fields given: inside every candidate leg (and the reply a question hands to), never after the limit.
 -- Search hits are recorded afterwards, off the request path (ultron/memory/hits.py).
 WITH vec AS MATERIALIZED (
     -- each leg reads what the ranking needs from the row it visits (the vector read out of TOAST once,
@@ -87,6 +89,15 @@ WITH vec AS MATERIALIZED (
     FROM memories m
     WHERE m.tenant_id = :tenant_id AND m.status = 'active'
       AND m.tier = CAST(:tier AS text) -- tier
+      AND m.memory_type = ANY(CAST(:f_types AS text[])) -- filter:types
+      AND m.tags && CAST(:f_tags AS text[]) -- filter:tags
+      AND m.agent_id IN (SELECT g.id FROM agents g WHERE g.tenant_id = :tenant_id AND g.name = ANY(CAST(:f_agents AS text[]))) -- filter:agents
+      AND m.scope = ANY(CAST(:f_scopes AS text[])) -- filter:scopes
+      AND m.thread = CAST(:f_thread AS text) -- filter:thread
+      AND coalesce(m.occurred_at, m.created_at) >= CAST(:f_occurred_after AS timestamptz) -- filter:occurred_after
+      AND coalesce(m.occurred_at, m.created_at) < CAST(:f_occurred_before AS timestamptz) -- filter:occurred_before
+      AND m.created_at >= CAST(:f_created_after AS timestamptz) -- filter:created_after
+      AND m.created_at < CAST(:f_created_before AS timestamptz) -- filter:created_before
       AND (m.scope = 'shared'
            OR (m.scope = 'private' AND m.agent_id = CAST(:agent_id AS uuid))
            OR (m.scope = 'group' AND m.group_name = ANY(CAST(:groups AS text[]))))
@@ -149,6 +160,15 @@ WITH vec AS MATERIALIZED (
      WHERE r.q <> '' AND m.search_tsv @@ to_tsquery('simple', r.q)
        AND m.tenant_id = :tenant_id AND m.status = 'active'
        AND m.tier = CAST(:tier AS text) -- tier
+       AND m.memory_type = ANY(CAST(:f_types AS text[])) -- filter:types
+       AND m.tags && CAST(:f_tags AS text[]) -- filter:tags
+       AND m.agent_id IN (SELECT g.id FROM agents g WHERE g.tenant_id = :tenant_id AND g.name = ANY(CAST(:f_agents AS text[]))) -- filter:agents
+       AND m.scope = ANY(CAST(:f_scopes AS text[])) -- filter:scopes
+       AND m.thread = CAST(:f_thread AS text) -- filter:thread
+       AND coalesce(m.occurred_at, m.created_at) >= CAST(:f_occurred_after AS timestamptz) -- filter:occurred_after
+       AND coalesce(m.occurred_at, m.created_at) < CAST(:f_occurred_before AS timestamptz) -- filter:occurred_before
+       AND m.created_at >= CAST(:f_created_after AS timestamptz) -- filter:created_after
+       AND m.created_at < CAST(:f_created_before AS timestamptz) -- filter:created_before
        AND (m.scope = 'shared'
             OR (m.scope = 'private' AND m.agent_id = CAST(:agent_id AS uuid))
             OR (m.scope = 'group' AND m.group_name = ANY(CAST(:groups AS text[]))))
@@ -162,6 +182,15 @@ WITH vec AS MATERIALIZED (
        AND m.search_tsv @@ to_tsquery('simple', CAST(:all_q AS text))
        AND m.tenant_id = :tenant_id AND m.status = 'active'
        AND m.tier = CAST(:tier AS text) -- tier
+       AND m.memory_type = ANY(CAST(:f_types AS text[])) -- filter:types
+       AND m.tags && CAST(:f_tags AS text[]) -- filter:tags
+       AND m.agent_id IN (SELECT g.id FROM agents g WHERE g.tenant_id = :tenant_id AND g.name = ANY(CAST(:f_agents AS text[]))) -- filter:agents
+       AND m.scope = ANY(CAST(:f_scopes AS text[])) -- filter:scopes
+       AND m.thread = CAST(:f_thread AS text) -- filter:thread
+       AND coalesce(m.occurred_at, m.created_at) >= CAST(:f_occurred_after AS timestamptz) -- filter:occurred_after
+       AND coalesce(m.occurred_at, m.created_at) < CAST(:f_occurred_before AS timestamptz) -- filter:occurred_before
+       AND m.created_at >= CAST(:f_created_after AS timestamptz) -- filter:created_after
+       AND m.created_at < CAST(:f_created_before AS timestamptz) -- filter:created_before
        AND (m.scope = 'shared'
             OR (m.scope = 'private' AND m.agent_id = CAST(:agent_id AS uuid))
             OR (m.scope = 'group' AND m.group_name = ANY(CAST(:groups AS text[]))))
@@ -181,6 +210,15 @@ WITH vec AS MATERIALIZED (
        AND m.search_tsv @@ to_tsquery('simple', CAST(:phrase_q AS text))
        AND m.tenant_id = :tenant_id AND m.status = 'active'
        AND m.tier = CAST(:tier AS text) -- tier
+       AND m.memory_type = ANY(CAST(:f_types AS text[])) -- filter:types
+       AND m.tags && CAST(:f_tags AS text[]) -- filter:tags
+       AND m.agent_id IN (SELECT g.id FROM agents g WHERE g.tenant_id = :tenant_id AND g.name = ANY(CAST(:f_agents AS text[]))) -- filter:agents
+       AND m.scope = ANY(CAST(:f_scopes AS text[])) -- filter:scopes
+       AND m.thread = CAST(:f_thread AS text) -- filter:thread
+       AND coalesce(m.occurred_at, m.created_at) >= CAST(:f_occurred_after AS timestamptz) -- filter:occurred_after
+       AND coalesce(m.occurred_at, m.created_at) < CAST(:f_occurred_before AS timestamptz) -- filter:occurred_before
+       AND m.created_at >= CAST(:f_created_after AS timestamptz) -- filter:created_after
+       AND m.created_at < CAST(:f_created_before AS timestamptz) -- filter:created_before
        AND (m.scope = 'shared'
             OR (m.scope = 'private' AND m.agent_id = CAST(:agent_id AS uuid))
             OR (m.scope = 'group' AND m.group_name = ANY(CAST(:groups AS text[]))))
@@ -309,6 +347,15 @@ LEFT JOIN LATERAL (
     WHERE CAST(:reply_weight AS float8) > 0 AND qa.asks AND m.thread IS NOT NULL AND m.position IS NOT NULL
       AND n.tenant_id = :tenant_id AND n.thread = m.thread AND n.position = m.position + 1
       AND n.status = 'active'
+      AND n.memory_type = ANY(CAST(:f_types AS text[])) -- filter:types
+      AND n.tags && CAST(:f_tags AS text[]) -- filter:tags
+      AND n.agent_id IN (SELECT g.id FROM agents g WHERE g.tenant_id = :tenant_id AND g.name = ANY(CAST(:f_agents AS text[]))) -- filter:agents
+      AND n.scope = ANY(CAST(:f_scopes AS text[])) -- filter:scopes
+      AND n.thread = CAST(:f_thread AS text) -- filter:thread
+      AND coalesce(n.occurred_at, n.created_at) >= CAST(:f_occurred_after AS timestamptz) -- filter:occurred_after
+      AND coalesce(n.occurred_at, n.created_at) < CAST(:f_occurred_before AS timestamptz) -- filter:occurred_before
+      AND n.created_at >= CAST(:f_created_after AS timestamptz) -- filter:created_after
+      AND n.created_at < CAST(:f_created_before AS timestamptz) -- filter:created_before
       AND (n.scope = 'shared'
            OR (n.scope = 'private' AND n.agent_id = CAST(:agent_id AS uuid))
            OR (n.scope = 'group' AND n.group_name = ANY(CAST(:groups AS text[]))))

@@ -29,12 +29,15 @@ def stocked(alice):  # type: ignore[no-untyped-def]
 def test_pinned_lead_then_hot_by_relevance_with_reasons(alice, stocked):
     brief = alice.brief(task="docker image build is slow, pip install runs every time")
     sections = [item.section for item in brief.items]
-    assert sections[0] == "pinned" and set(sections[1:]) == {"hot"}
+    assert sections[0] == "pinned" and set(sections[1:]) <= {"relevant", "hot"}
     assert brief.items[0].id == stocked[0] and "pinned" in brief.items[0].reason
-    assert brief.items[1].id == stocked[2]  # the Docker cache memory is the most relevant HOT one
-    sims = [item.similarity for item in brief.items[1:]]
+    assert brief.items[1].id == stocked[2]  # the Docker cache memory answers the task: first after the pin
+    # its section: relevant when the task's search is confident of it, else HOT ranked by similarity
+    assert brief.items[1].confidence == ("high" if brief.items[1].section == "relevant" else "low")
+    hot = [item for item in brief.items if item.section == "hot"]
+    sims = [item.similarity for item in hot]
     assert sims == sorted(sims, reverse=True)
-    assert all("similarity" in item.reason for item in brief.items[1:])
+    assert all("similarity" in item.reason for item in hot)
     assert brief.skills_available and brief.items[-1].kind == "memory"  # the hub has skills, none published
     assert brief.text.splitlines()[1:] == [item.text for item in brief.items]
 
@@ -93,10 +96,11 @@ def test_what_the_hub_knows_about_the_person_follows_the_pins(alice, bob):
     assert {i.id for i in personal} == {life.id, pref.id}  # neither HOT nor pinned: their own section
     assert other.id not in {i.id for i in brief.items}  # a WARM memory of another type: not in a brief
     assert all("about the person" in i.reason and "most used" in i.reason for i in personal)
-    # With a task, the nearest personal memory comes first.
+    # With a task, the personal memory it asks about comes first after the pins (its search found it).
     planned = alice.brief(task="book Sam's flights to Oslo, which seats")
-    first = next(i for i in planned.items if i.section == "personal")
-    assert first.id == pref.id and first.similarity is not None and "similarity" in first.reason
+    first = planned.items[1]
+    assert first.id == pref.id and first.section == "relevant" and first.confidence == "high"
+    assert first.relevance is not None and "relevant to the task" in first.reason
     # Another agent never sees alice's private person.
     assert not {life.id, pref.id} & {i.id for i in bob.brief().items}
     assert not {life.id, pref.id} & {i.id for i in bob.brief(task="flights to Oslo").items}

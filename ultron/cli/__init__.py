@@ -312,17 +312,36 @@ def cmd_memory_search(args: argparse.Namespace) -> int:
             limit=args.limit,
             detail_level=args.detail_level,
             explain=args.explain,
+            types=args.type,
+            tags=args.tag,
+            agents=args.by_agent,
+            scopes=args.scope,
+            thread=args.thread,
+            occurred_after=args.after,
+            occurred_before=args.before,
+            created_after=args.created_after,
+            created_before=args.created_before,
         )
     if args.json:
         _print_json([r.model_dump(mode="json") for r in results])
         return 0
+    if not results:
+        print("nothing found")
+    elif all(r.confidence == "low" for r in results):
+        # said before the list: a person reads the first line, not the JSON's flags
+        print("nothing confident found; closest matches:")
     for r in results:
         rec = r.record
-        print(f"{r.score:.4f}  {rec.id}  [{rec.memory_type}/{rec.tier}] {rec.summary_l0}")
+        # relevance is the calibrated 0-1 scale the confidence floor applies to (the score is a ranking
+        # number that passes 1 with boosts)
+        print(
+            f"{r.confidence:<4}  {r.similarity_score:.2f}  {rec.id}  [{rec.memory_type}/{rec.tier}] "
+            f"{rec.summary_l0}"
+        )
         if args.explain and r.explain:
             e = r.explain
             print(
-                f"          vector={e.vector_similarity:.4f} text={e.text_rank:.4f} "
+                f"          score={r.score:.4f} vector={e.vector_similarity:.4f} text={e.text_rank:.4f} "
                 f"relevance={e.relevance:.4f} tier_boost={e.tier_boost} hotness={e.hotness:.4f}"
             )
     return 0
@@ -624,6 +643,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--detail-level", dest="detail_level", choices=["l0", "l1"], default="l0")
     p.add_argument("--explain", action="store_true", help="show every score component")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--type", action="append", help="only this memory type (repeatable: any of them)")
+    p.add_argument("--tag", action="append", help="only memories with this tag (repeatable: any of them)")
+    # --agent already names who acts (in-process): the filter has its own flag
+    p.add_argument(
+        "--by-agent", dest="by_agent", action="append", help="only memories this agent uploaded (repeatable)"
+    )
+    p.add_argument("--scope", action="append", help="only this scope: shared, private, group (repeatable)")
+    p.add_argument("--thread", help="only the memories of this conversation or session")
+    p.add_argument("--after", help="happened at or after this time (ISO 8601; UTC if no zone)")
+    p.add_argument("--before", help="happened before this time")
+    p.add_argument("--created-after", dest="created_after", help="stored at or after this time")
+    p.add_argument("--created-before", dest="created_before", help="stored before this time")
     p.set_defaults(func=cmd_memory_search)
     p = memory.add_parser("show", help="show one memory in full (no hit counted)")
     _add_common(p)

@@ -13,12 +13,18 @@ from ultron.memory.schemas import MemoryRecord, Scope, _clean_tags
 class BriefItem(BaseModel):
     kind: Literal["memory", "skill"]
     id: UUID | str
-    section: Literal["pinned", "personal", "hot", "skill"]
+    section: Literal["pinned", "relevant", "personal", "hot", "skill"]
     reason: str = Field(..., description="Why this item is in the brief")
     memory_type: str | None = None
     text: str = Field(..., description="The line the brief shows for it")
     tokens: int
     similarity: float | None = Field(None, description="Cosine to the task hint, when one was given")
+    relevance: float | None = Field(
+        None, description="Calibrated relevance 0..1 to the task (for a memory its search found)"
+    )
+    confidence: Literal["high", "low"] | None = Field(
+        None, description="With a task: high when the task's search is confident the memory bears on it"
+    )
     slug: str | None = Field(None, description="A skill's slug: load it with get_skill / GET /skills/{slug}")
     version: str | None = Field(None, description="A skill's version (MAJOR.MINOR.PATCH)")
     name: str | None = Field(None, description="A skill's name")

@@ -28,6 +28,7 @@ from ultron.companion.schemas import (
     ReflectionRequest,
     ReflectionResult,
 )
+from ultron.companion.taskbrief import BRIEF_TASK_RESULTS, once_each, relevant_items
 from ultron.config import Settings
 from ultron.db.models import Memory
 from ultron.db.queries import q
@@ -35,6 +36,7 @@ from ultron.errors import NotFound, ValidationFailed
 from ultron.memory.schemas import (
     MemoryPatch,
     MemoryRecord,
+    SearchResult,
     UploadRequest,
 )
 from ultron.memory.service import MemoryService, load_records
@@ -116,8 +118,15 @@ class CompanionService:
         budget = st.brief_max_tokens if max_tokens is None else max_tokens
         params = actor.visibility()
         pinned = session.execute(q("brief_pinned"), {**params, "limit": BRIEF_PINNED_LIMIT}).all()
+        found: dict[UUID, SearchResult] = {}
+        relevant: list[BriefItem] = []
+        if task is not None:
+            # what the task asks about, ranked as a search ranks it (its words count, not only its vector)
+            hits = self.memory.search(session, actor, task, limit=BRIEF_TASK_RESULTS, quiet=True)
+            found = {r.record.id: r for r in hits}
+            relevant = relevant_items(hits, load_records(session, [r.record.id for r in hits], actor))
         personal: Sequence[Any] = []
-        if st.brief_personal_limit > 0:
+        if st.brief_personal_limit > 0 and task is None:  # with a task, only the personal items it finds
             personal = session.execute(
                 q("brief_personal_used" if vector is None else "brief_personal_near"),
                 {
@@ -130,9 +139,14 @@ class CompanionService:
         hot = session.execute(
             q("brief_hot"), {**params, "embedding": vector, "limit": st.brief_hot_limit}
         ).all()
-        candidates = [self._memory_item(row, "pinned", task) for row in pinned]
-        candidates += [self._memory_item(row, "personal", task) for row in personal]
-        candidates += [self._memory_item(row, "hot", task) for row in hot]
+        if task is not None:  # a HOT personal item unrelated to the task stays out of its brief
+            confident = {i for i, r in found.items() if r.confidence == "high"}
+            hot = [row for row in hot if row.memory_type not in BRIEF_PERSONAL_TYPES or row.id in confident]
+        candidates = [self._memory_item(row, "pinned", task, found) for row in pinned]
+        candidates += relevant
+        candidates += [self._memory_item(row, "personal", task, found) for row in personal]
+        candidates += [self._memory_item(row, "hot", task, found) for row in hot]
+        candidates = once_each(candidates)
         skills: list[BriefItem] = []
         if self.skill_source is not None:
             skills = self.skill_source(session, actor, task, vector)
@@ -140,7 +154,9 @@ class CompanionService:
         brief = self._fit(task, budget, candidates, skills_available=self.skill_source is not None)
         return brief.model_copy(update={"suggestions": self.pin_suggestions(session, actor)})
 
-    def _memory_item(self, row: Any, section: str, task: str | None) -> BriefItem:
+    def _memory_item(
+        self, row: Any, section: str, task: str | None, found: dict[UUID, SearchResult]
+    ) -> BriefItem:
         summary = row.summary_l0 or truncate_to_tokens(row.content, self.settings.l0_max_tokens)
         line = f"- [{section}/{row.memory_type}] {summary}"
         if row.resolution:
@@ -163,6 +179,9 @@ class CompanionService:
             text=line,
             tokens=count_tokens(line),
             similarity=None if row.similarity is None else float(row.similarity),
+            # with a task: what its search made of the memory (not among its top matches: low)
+            confidence=None if task is None else (found[row.id].confidence if row.id in found else "low"),
+            relevance=found[row.id].similarity_score if row.id in found else None,
         )
 
     def _fit(

@@ -21,6 +21,7 @@ from ultron import __version__
 from ultron.companion.schemas import ReflectionRequest
 from ultron.mcp.errors import tool_errors, validate_call
 from ultron.mcp.skills import skills_of
+from ultron.memory.filters import search_filters
 from ultron.memory.schemas import MemoryPatch, UploadRequest
 
 INSTRUCTIONS = """Ultron is a memory hub shared by many agents: what one agent learned, the others can find.
@@ -86,14 +87,44 @@ def build_server(
         explain: bool = False,
         valence: float | None = None,
         arousal: float | None = None,
+        # plain strings: the filters' own validation answers (one layer, the same words as REST)
+        types: list[str] | None = None,
+        tags: list[str] | None = None,
+        agents: list[str] | None = None,
+        scopes: list[str] | None = None,
+        thread: str | None = None,
+        occurred_after: str | None = None,
+        occurred_before: str | None = None,
+        created_after: str | None = None,
+        created_before: str | None = None,
     ) -> dict[str, Any]:
         """Search the shared memory BEFORE non-trivial work: an error message, an unfamiliar tool or
         system, a task that may have been solved before. Hybrid (semantic + keyword) search; returns
         one-line summaries (detail_level l0) or overviews (l1) ranked by score. Read the promising ones
         in full with get_memory_details. valence (-1..1) / arousal (0..1) add emotional resonance;
         explain shows every score factor (ripple, resonance, serendipity included). A result whose
-        confidence is "low" is probably unrelated to the query: treat a search of only those as no match."""
-        options = {"tier": tier, "limit": limit, "detail_level": detail_level, "explain": explain}
+        confidence is "low" is probably unrelated to the query: treat a search of only those as no match.
+        Filters (AND across fields, any of a list): types, tags, agents (names), scopes, thread, and
+        occurred_/created_ after/before (ISO 8601 times)."""
+        with tool_errors():
+            filters = search_filters(
+                types=types,
+                tags=tags,
+                agents=agents,
+                scopes=scopes,
+                thread=thread,
+                occurred_after=occurred_after,
+                occurred_before=occurred_before,
+                created_after=created_after,
+                created_before=created_before,
+            )
+        options = {
+            "tier": tier,
+            "limit": limit,
+            "detail_level": detail_level,
+            "explain": explain,
+            "filters": filters,
+        }
         signals = {"valence": valence, "arousal": arousal}
         results = await run(
             ctx, "search", query, **options, **{k: v for k, v in signals.items() if v is not None}

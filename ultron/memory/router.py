@@ -15,6 +15,7 @@ from fastapi import APIRouter, Depends, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from ultron.memory.batch import check_items, summarize
+from ultron.memory.filters import FILTER_FIELDS, SearchFilters, search_filters
 from ultron.memory.schemas import (
     Contribution,
     DetailLevel,
@@ -37,7 +38,11 @@ from ultron.tenancy import Actor
 MemoryDep = Annotated[MemoryService, Depends(hub_part("memory"))]
 
 
-class SearchRequest(BaseModel):
+class SearchRequest(SearchFilters):
+    """A search and its filters (AND across fields, OR within a list; docs/ranking.md)."""
+
+    model_config = ConfigDict(extra="ignore")
+
     query: str = Field(..., min_length=1, max_length=4000)
     tier: Tier | None = None
     limit: int | None = Field(None, ge=1, le=200)
@@ -125,6 +130,7 @@ def search_memories(body: SearchRequest, unit: UnitDep, memory: MemoryDep) -> Se
             arousal=body.arousal,
             serendipity=body.serendipity,
             min_relevance=body.min_relevance,
+            filters=search_filters(**{f: getattr(body, f) for f in FILTER_FIELDS}),
         )
     )
     return SearchResponse(count=len(results), results=results)

@@ -44,6 +44,7 @@ from ultron.db.plans import SORT_DEFAULT, SORT_OFF, WALK_SHARE, WalkCache
 from ultron.db.queries import dollar_params, q
 from ultron.errors import Forbidden, NotFound, UltronError, ValidationFailed
 from ultron.memory import document, fulltext
+from ultron.memory.filters import NO_FILTERS_PARAMS, SearchFilters
 from ultron.memory.heuristic import agree, conflicts
 from ultron.memory.hits import HitBuffer, SearchUse
 from ultron.memory.relevance import calibrated_relevance, content_coverage, dense_z
@@ -278,10 +279,13 @@ def _fetch_on_generic_plan(
 
 
 @cache
-def _search_sql(tier: bool, candidates: int, pool: int, walk: bool = False) -> TextClause:
+def _search_sql(
+    tier: bool, candidates: int, pool: int, walk: bool = False, filters: frozenset[str] = frozenset()
+) -> TextClause:
     """search_memories as run: its pool sizes written in as literals and, without a tier, the tier lines
-    dropped. A LIMIT or a `x IS NULL OR ...` switch left as a parameter makes the prepared statement's
-    generic plan guess (10 % of the table for a LIMIT): with them fixed, one plan fits every search.
+    dropped; of the filter lines only those of the `filters` fields kept. A LIMIT or a `x IS NULL OR ...`
+    switch left as a parameter makes the prepared statement's generic plan guess (10 % of the table for a
+    LIMIT): with them fixed, one plan fits every search.
     `walk`: the text planned with sorts off (_fetch_on_generic_plan), a statement of its own, since a
     prepared statement keeps the plan made under the settings of its first run."""
     lines = q("search_memories").text.splitlines()
@@ -289,9 +293,15 @@ def _search_sql(tier: bool, candidates: int, pool: int, walk: bool = False) -> T
         lines.insert(0, _WALK_MARK)
     if not tier:
         lines = [line for line in lines if not line.rstrip().endswith("-- tier")]
+    lines = [line for line in lines if _filter_field(line) in (None, *filters)]
     sql = "\n".join(lines)
     sql = sql.replace(":candidates", str(int(candidates))).replace(":fts_pool", str(int(pool)))
     return text(sql)
+
+
+def _filter_field(line: str) -> str | None:
+    _, mark, field = line.rstrip().rpartition("-- filter:")
+    return field if mark else None
 
 
 @dataclass
@@ -1297,10 +1307,14 @@ class MemoryService:
         arousal: float | None = None,
         serendipity: bool | None = None,
         min_relevance: float | None = None,
+        filters: SearchFilters | None = None,
+        quiet: bool = False,
     ) -> list[SearchResult]:
         """Hybrid search; valence/arousal (resonance) and serendipity are optional companion signals.
 
         min_relevance overrides the model's relevance floor: results below it are flagged low-confidence.
+        filters (ultron/memory/filters.py) apply inside the statement. quiet: a ranking for the caller's own
+        list (the brief), not a use: no hits, no activity, no companion re-ranking.
         """
         if not query.strip():
             raise ValidationFailed("query must not be empty")
@@ -1318,8 +1332,11 @@ class MemoryService:
         vector = np.asarray(self.embedder.embed([query], kind="query")[0], dtype=np.float32)
         st = self.settings if self.runtime is None else self.runtime.for_tenant(session, actor.tenant_id)
         walk = self._walks_index(session, actor.tenant_id)
-        statement = _search_sql(tier is not None, max(st.search_candidates, limit), st.fulltext_pool, walk)
+        given = frozenset() if filters is None else filters.given()
+        candidates = max(st.search_candidates, limit)
+        statement = _search_sql(tier is not None, candidates, st.fulltext_pool, walk, given)
         params = self._search_params(actor, query, vector, tier, limit, st)
+        params.update(NO_FILTERS_PARAMS if filters is None else filters.params())
         rows = _fetch_on_generic_plan(session, statement, params, st.search_ef_search)
         floor = self.settings.relevance_floor_for_model if min_relevance is None else min_relevance
         results = [self._search_result(row, detail_level, explain, floor, st) for row in rows]
@@ -1335,6 +1352,8 @@ class MemoryService:
             for r in results:
                 if r.explain is not None:
                     r.explain.matched_contribution = matched.get(r.record.id)
+        if quiet:
+            return sorted(results, key=lambda r: r.confidence == "low")
         use = SearchUse(actor.tenant_id, actor.agent_id, tuple(r.record.id for r in results))
         if self.hits is not None:
             self.hits.add(use)
@@ -1351,7 +1370,8 @@ class MemoryService:
                 limit=limit,
                 valence=valence,
                 arousal=arousal,
-                serendipity=serendipity,
+                # serendipity's old memories would pass no filter
+                serendipity=False if given else serendipity,
                 query=query,
                 entities={row.id: list(row.entity_names) for row in rows},
                 ripples={

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 import httpx
 
+from ultron.memory.filters import search_filters
 from ultron.memory.schemas import (
     Contribution,
     MemoryPatch,
@@ -46,6 +48,13 @@ if TYPE_CHECKING:  # loaded where used: a CLI search needs the memory schemas an
 
 def _uuid(value: UUID | str) -> UUID:
     return value if isinstance(value, UUID) else UUID(str(value))
+
+
+def _listed(value: Sequence[str] | str | None) -> list[str] | None:
+    """A list filter; one value alone is a list of one (types="error")."""
+    if value is None:
+        return None
+    return [value] if isinstance(value, str) else list(value)
 
 
 class Ultron:
@@ -168,15 +177,38 @@ class Ultron:
         arousal: float | None = None,
         serendipity: bool | None = None,
         min_relevance: float | None = None,
+        types: Sequence[str] | None = None,
+        tags: Sequence[str] | None = None,
+        agents: Sequence[str] | None = None,
+        scopes: Sequence[str] | None = None,
+        thread: str | None = None,
+        occurred_after: datetime | str | None = None,
+        occurred_before: datetime | str | None = None,
+        created_after: datetime | str | None = None,
+        created_before: datetime | str | None = None,
     ) -> list[SearchResult]:
         """Hybrid search; a mood (valence/arousal) adds emotional resonance, serendipity old surprises.
 
-        Each result carries `confidence` ("low" below the relevance floor; min_relevance overrides it)."""
+        Each result carries `confidence` ("low" below the relevance floor; min_relevance overrides it).
+        Filters: AND across fields, OR within a list (types, tags, agents by name, scopes); the time bounds
+        are ISO 8601 or datetimes (UTC when they name no zone). A bad filter raises ValidationFailed."""
+        filters = search_filters(
+            types=_listed(types),
+            tags=_listed(tags),
+            agents=_listed(agents),
+            scopes=_listed(scopes),
+            thread=thread,
+            occurred_after=occurred_after,
+            occurred_before=occurred_before,
+            created_after=created_after,
+            created_before=created_before,
+        )
         signals = {
             "valence": valence,
             "arousal": arousal,
             "serendipity": serendipity,
             "min_relevance": min_relevance,
+            "filters": filters,
         }
         return self._backend.search(
             query,

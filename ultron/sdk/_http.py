@@ -139,7 +139,10 @@ class HttpBackend:
         return UploadBatchResult.model_validate(body)
 
     def search(self, query: str, **options: Any) -> list[SearchResult]:
+        filters = options.pop("filters", None)
         body = {"query": query, **{k: v for k, v in options.items() if v is not None}}
+        if filters is not None:  # the request takes them as its own fields
+            body.update(filters.model_dump(mode="json", exclude_none=True))
         data = self._request("POST", "/memories/search", json=body)
         return [SearchResult.model_validate(r) for r in data["results"]]
 

@@ -58,6 +58,8 @@ function toast(msg) {
 }
 const typeChip = (t) => h("span", { class: "chip", "data-type": t }, h("span", { class: "dot", style: `background:${typeColor(t)}` }), t);
 const tierChip = (t) => h("span", { class: `chip tier-${t}` }, t);
+// How sure the hub is that a result bears on the query: "low" is probably unrelated (docs/ranking.md).
+const confidenceChip = (c) => h("span", { class: `chip confidence-${c}`, "data-testid": "confidence" }, `${c} confidence`);
 
 // --- API ----------------------------------------------------------------------------------------------
 
@@ -529,31 +531,42 @@ async function pageSearch(main) {
   const tier = h("select", { "aria-label": "Tier" }, h("option", { value: "" }, "Tier: any"), TIERS.map((t) => h("option", { value: t }, t)));
   const limit = h("select", { "aria-label": "Limit" }, [5, 10, 20, 50].map((n) => h("option", { value: n }, `${n} results`)));
   limit.value = "10";
+  // filters apply inside the search (docs/ranking.md, "Filters"), not to the results shown
+  const type = h("select", { "aria-label": "Type", "data-testid": "search-type" }, h("option", { value: "" }, "Type: any"), TYPES.map((t) => h("option", { value: t }, t)));
+  const tag = h("input", { type: "text", placeholder: "Tag", "aria-label": "Tag", "data-testid": "search-tag", style: "width:8em" });
   const out = h("div", { "data-testid": "search-results" });
-  const form = h("form", { class: "toolbar" }, q, tier, limit, h("button", { class: "btn primary", type: "submit", "data-testid": "search-go" }, "Search"));
+  const form = h("form", { class: "toolbar" }, q, tier, type, tag, limit, h("button", { class: "btn primary", type: "submit", "data-testid": "search-go" }, "Search"));
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();
     if (!q.value.trim()) return;
     out.replaceChildren(h("div", { class: "loading" }, "Searching…"));
     const t0 = performance.now();
     try {
-      const res = await api("/memories/search", { method: "POST", body: { query: q.value, tier: tier.value || null, limit: Number(limit.value), detail_level: "l1", explain: true } });
+      const body = { query: q.value, tier: tier.value || null, limit: Number(limit.value), detail_level: "l1", explain: true };
+      if (type.value) body.types = [type.value];
+      if (tag.value.trim()) body.tags = [tag.value.trim()];
+      const res = await api("/memories/search", { method: "POST", body });
       renderResults(out, res.results, performance.now() - t0);
     } catch (e) { out.replaceChildren(h("div", { class: "card error" }, e.message)); }
   });
   main.replaceChildren(head("Search playground", "hybrid vector + full-text ranking, every factor shown"), form,
-    h("p", { class: "fine" }, "score = relevance × tier boost × (1 − w + w · hotness); relevance fuses cosine similarity and full-text rank. Like any agent's search, each result returned counts one hit."),
+    h("p", { class: "fine" }, "Every bar is on one 0–1 scale: relevance is the calibrated relevance the confidence floor applies to; vector the cosine similarity; full text the share of the query's words (by rarity) the memory holds; rank score the ranking score (relevance × tier boost × (1 − w + w · hotness)) relative to the best result; tier boost relative to the largest boost. Like any agent's search, each result returned counts one hit."),
     out);
   q.focus();
 }
 
 function renderResults(out, results, ms) {
   if (!results.length) { out.replaceChildren(h("div", { class: "card muted" }, "No memory matched.")); return; }
+  // Shown to people on one 0-1 scale: the raw score (boosts pass 1) and BM25 (14.37) are made relative.
   const maxScore = Math.max(...results.map((r) => r.score), 1e-9);
-  const comp = (label, value, max, color) => h("div", { class: "comp", "data-component": label },
-    h("span", {}, label), h("div", { class: "track" }, h("div", { class: "fill", style: `width:${Math.min(100, (100 * value) / max)}%;background:${color}` })),
-    h("span", { class: "num" }, value.toFixed(3)));
+  const maxBoost = Math.max(...results.map((r) => r.explain.tier_boost), 1e-9);
+  const clamp = (v) => Math.max(0, Math.min(1, Number(v) || 0));
+  const comp = (label, value, color, text) => h("div", { class: "comp", "data-component": label },
+    h("span", {}, label), h("div", { class: "track" }, h("div", { class: "fill", style: `width:${Math.round(100 * clamp(value))}%;background:${color}` })),
+    h("span", { class: "num" }, text || clamp(value).toFixed(2)));
+  const confident = results.some((r) => r.confidence !== "low");
   out.replaceChildren(h("div", { class: "muted", style: "margin-bottom:10px" }, `${results.length} results in ${ms.toFixed(0)} ms`),
+    confident ? null : h("div", { class: "card warn", "data-testid": "nothing-confident" }, "Nothing confident found; closest matches:"),
     ...results.map((r, i) => {
       const e = r.explain, m = r.record;
       return h("div", { class: "result", "data-id": m.id, onclick: () => { location.hash = `#/memories/${m.id}`; } },
@@ -563,13 +576,13 @@ function renderResults(out, results, ms) {
           m.overview_l1 && m.overview_l1 !== m.summary_l0 ? h("div", { class: "fine" }, m.overview_l1.slice(0, 260)) : null,
           h("div", { class: "src" }, `found by ${[e.from_vector ? "vector" : null, e.from_text ? "full text" : null].filter(Boolean).join(" + ")} · ${fmt(m.hit_count)} hits · last used ${ago(m.last_hit_at)}`)),
         h("div", { "data-testid": "score-bars" },
-          h("div", { class: "score-big" }, r.score.toFixed(4), h("span", { class: "muted", style: "font-size:12px;font-weight:400" }, "  final score")),
-          comp("score", r.score, maxScore, "linear-gradient(90deg,#6d7cff,#38bdf8)"),
-          comp("relevance", e.relevance, 1, "#8b9cff"),
-          comp("vector", e.vector_similarity, 1, "#60a5fa"),
-          comp("full text", e.text_rank, 1, "#34d399"),
-          comp("tier boost", e.tier_boost, 1.5, tierColor(m.tier)),
-          comp("hotness", e.hotness, 1, "#fb923c")));
+          h("div", { class: "score-big" }, clamp(r.similarity_score).toFixed(2), h("span", { class: "muted", style: "font-size:12px;font-weight:400" }, "  relevance "), confidenceChip(r.confidence)),
+          comp("relevance", r.similarity_score, "#8b9cff"),
+          comp("rank score", r.score / maxScore, "linear-gradient(90deg,#6d7cff,#38bdf8)"),
+          comp("vector", e.vector_similarity, "#60a5fa"),
+          comp("full text", e.text_coverage, "#34d399"),
+          comp("tier boost", e.tier_boost / maxBoost, tierColor(m.tier), `×${e.tier_boost.toFixed(2)}`),
+          comp("hotness", e.hotness, "#fb923c")));
     }));
 }
 
@@ -1333,13 +1346,14 @@ async function pageBrief(main) {
     const params = new URLSearchParams({ max_tokens: budget.value || "800" });
     if (task.value.trim()) params.set("task", task.value.trim());
     const b = await api(`/brief?${params}`);
-    const colors = { pinned: "#f59e0b", personal: "#ec4899", hot: "#ef4444", skill: "#22c55e" };
+    const colors = { pinned: "#f59e0b", relevant: "#38bdf8", personal: "#ec4899", hot: "#ef4444", skill: "#22c55e" };
     const rows = b.items.map((it, i) => h("div", { class: "card brief-item", style: "margin-bottom:8px", "data-testid": "brief-item" },
       h("div", {}, h("span", { class: "chip", style: `background:${colors[it.section] || "#64748b"};color:#0b1020` }, it.section), " ",
-        h("b", {}, `#${i + 1}`), " ", h("span", { class: "muted" }, it.reason)),
+        h("b", {}, `#${i + 1}`), " ", it.confidence ? confidenceChip(it.confidence) : null, " ", h("span", { class: "muted" }, it.reason)),
       h("div", { style: "margin:6px 0" }, it.text),
       h("div", { class: "bars" }, [["tokens", it.tokens, it.tokens / b.max_tokens, "#8b9cff", `${it.tokens} of ${b.max_tokens}`],
-        ...(it.similarity !== null && it.similarity !== undefined ? [["similarity", it.similarity, Math.max(0, it.similarity), "#22c55e", it.similarity.toFixed(3)]] : [])]
+        ...(it.relevance !== null && it.relevance !== undefined ? [["relevance", it.relevance, it.relevance, "#38bdf8", it.relevance.toFixed(2)]] : []),
+        ...(it.similarity !== null && it.similarity !== undefined ? [["similarity", it.similarity, Math.max(0, it.similarity), "#22c55e", Math.max(0, it.similarity).toFixed(2)]] : [])]
         .map(([k, , share, color, label]) => h("div", { class: "bar-row", "data-key": k }, h("span", { class: "name" }, k),
           h("div", { class: "track" }, h("div", { class: "fill", style: `width:${Math.min(100, 100 * share)}%;background:${color}` })),
           h("span", { class: "num" }, label))))));
