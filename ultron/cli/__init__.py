@@ -21,11 +21,13 @@ from ultron.bench.evaluation.retrieval import add_parser as add_eval_parser
 from ultron.bench.peers import add_parser as add_peers_bench_parser
 from ultron.bench.progress import progress_bar
 from ultron.bench.start import add_parser as add_start_bench_parser
+from ultron.cli import layout
 from ultron.cli import memory as memory_cli
 from ultron.cli.cluster_calibration import add_parser as add_cluster_calibration_parser
 from ultron.cli.db import add_parser as add_db_stop_parser  # `ultron db stop`
 from ultron.cli.groups import add_parser as add_groups_parser
 from ultron.cli.ingestion import add_commands as add_ingestion_commands
+from ultron.cli.layout import Routed, UltronParser
 from ultron.cli.skills import add_commands as add_skills_commands
 from ultron.cli.vault import add_commands as add_vault_commands
 from ultron.cli.worker import add_parsers as add_worker_parsers
@@ -239,7 +241,7 @@ def banner(settings: Settings, url: str, keys: int, worker: bool, database: str)
         f"  auth       {auth}",
         f"  embedder   {settings.embedding_provider}{model}; LLM {settings.llm_provider}",
         "  worker     " + ("in this process" if worker else "not here (--no-worker): run `ultron worker`"),
-        "  CLI        `.venv/bin/ultron stats` finds this hub; Ctrl+C stops it",
+        "  CLI        `.venv/bin/ultron memory stats` finds this hub; Ctrl+C stops it",
     ]
     return "\n".join(lines)
 
@@ -567,9 +569,10 @@ def _add_remote(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ultron", description="Ultron: a shared memory hub for AI agents")
+    parser = UltronParser(prog="ultron", description="Ultron: a shared memory hub for AI agents")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
-    sub = parser.add_subparsers(dest="command", required=True)
+    top = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    sub = Routed(top, {})  # commands added under an old name (`bench-start`) land in their group
 
     p = sub.add_parser("serve", help="run the HTTP hub and its background worker")
     _add_common(p)
@@ -603,9 +606,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tenant", default="default")
     p.set_defaults(func=cmd_agents_revoke)
 
-    memory = sub.add_parser("memory", help="upload, search, show and delete memories").add_subparsers(
-        dest="memory_command", required=True
-    )
+    memory = layout.group(sub, "memory", "upload, search, show, edit and pin memories; stats")
     p = memory.add_parser("upload", help="upload one memory")
     _add_common(p)
     _add_remote(p)
@@ -636,7 +637,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_memory_delete)
     memory_cli.add_parser(memory, _add_common, _add_remote)  # memory split, memory repair-merges
 
-    p = sub.add_parser("stats", help="memory counts by tier, type, status and scope")
+    p = memory.add_parser("stats", help="memory counts by tier, type, status and scope")
     _add_common(p)
     _add_remote(p)
     p.set_defaults(func=cmd_stats)
@@ -646,36 +647,38 @@ def build_parser() -> argparse.ArgumentParser:
     _add_remote(p)
     p.set_defaults(func=cmd_mcp)
 
-    db = sub.add_parser("db", help="database maintenance").add_subparsers(dest="db_command", required=True)
+    db = layout.group(sub, "db", "database maintenance: upgrade, backup, restore, reembed, stop")
     p = db.add_parser("upgrade", help="migrate the database to the newest schema")
     _add_admin(p)
     p.set_defaults(func=cmd_db_upgrade)
 
     add_db_stop_parser(db)
 
-    p = sub.add_parser("backup", help="dump the whole database to FILE (pg_dump, custom format)")
+    p = db.add_parser("backup", help="dump the whole database to FILE (pg_dump, custom format)")
     _add_admin(p)
     p.add_argument("file")
     p.set_defaults(func=cmd_backup)
-    p = sub.add_parser("restore", help="restore a backup in one transaction (stop the API and workers first)")
+    p = db.add_parser("restore", help="restore a backup in one transaction (stop the API and workers first)")
     _add_admin(p)
     p.add_argument("file")
     p.add_argument("--clean", action="store_true", help="replace an existing Ultron database's contents")
     p.set_defaults(func=cmd_restore)
 
-    p = sub.add_parser("reembed", help="move every memory to the configured embedding model")
+    p = db.add_parser("reembed", help="move every memory to the configured embedding model")
     _add_admin(p)
     p.add_argument("--batch-size", type=int, default=128)
     p.set_defaults(func=cmd_reembed)
 
-    p = sub.add_parser("dashboard-screenshots", help="a PNG of every dashboard page, via headless Chromium")
+    bench = layout.group(sub, "bench", "benchmarks: core upload/search, start-up, batch, peers, ...")
+    evals = layout.group(sub, "eval", "quality: retrieval, redaction, dedup and cluster calibration")
+    p = bench.add_parser("screenshots", help="a PNG of every dashboard page, via headless Chromium")
     _add_common(p)
     _add_remote(p)
     p.add_argument("dir", help="folder for the PNG files")
     p.add_argument("--demo", action="store_true", help="photograph a throw-away hub filled with demo data")
     p.add_argument("--query", default="postgres connection refused", help="the search page's query")
     p.set_defaults(func=cmd_dashboard_screenshots)
-    p = sub.add_parser("dashboard-bench", help="dashboard API and page-load times at N memories")
+    p = bench.add_parser("dashboard", help="dashboard API and page-load times at N memories")
     _add_common(p)
     p.add_argument("--size", type=int, default=100_000, help="memories to load, default 100000")
     p.add_argument("--repeat", type=int, default=20, help="calls per API endpoint")
@@ -683,14 +686,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--screenshots", help="also save a PNG of each timed page at that size in this folder")
     p.set_defaults(func=cmd_dashboard_bench)
 
-    p = sub.add_parser(
-        "dedup-calibration", help="dedup precision/recall of the active model at its thresholds"
-    )
+    p = evals.add_parser("dedup", help="dedup precision/recall of the active model at its thresholds")
     _add_common(p)
     p.add_argument("--split", choices=("heldout", "dev", "all"), default="heldout", help="pairs to report on")
     p.set_defaults(func=cmd_calibrate)
 
-    p = sub.add_parser("bench", help="upload and search benchmark (hash embedder, embedded Postgres)")
+    p = bench.add_parser("core", help="upload and search benchmark (hash embedder, embedded Postgres)")
     p.add_argument(
         "--database-url", dest="database_url", help="benchmark on this server instead (a new database)"
     )
@@ -708,20 +709,17 @@ def build_parser() -> argparse.ArgumentParser:
     add_batch_bench_parser(sub)
     add_concurrency_bench_parser(sub)
     add_start_bench_parser(sub)
-    add_peers_bench_parser(sub)  # `ultron bench-peers`
+    add_peers_bench_parser(sub)  # `ultron bench peers`
     add_cluster_bench_parser(sub)
     add_cluster_calibration_parser(sub)
     add_worker_parsers(sub, _add_common, _settings)
     add_ingestion_commands(sub, _add_common, _add_remote)
     add_vault_commands(sub, _add_common)
     add_skills_commands(sub, _add_common, _add_remote)
-    add_eval_parser(sub)
+    add_eval_parser(Routed(top, {"eval": evals}, {"eval": ("eval", "retrieval")}))
     add_groups_parser(sub)
 
-    privacy = sub.add_parser("privacy", help="redaction tools").add_subparsers(
-        dest="privacy_command", required=True
-    )
-    p = privacy.add_parser("eval", help="precision/recall of redaction on the labelled corpus")
+    p = evals.add_parser("privacy", help="precision/recall of redaction on the labelled corpus")
     p.add_argument("--corpus", help="JSONL corpus (default: the labelled one in the source tree)")
     p.add_argument("--repeat", type=int, default=3, help="timed passes over the corpus (0 skips timing)")
     p.add_argument(
@@ -772,7 +770,7 @@ def describe_error(exc: BaseException, args: argparse.Namespace) -> tuple[int, s
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(layout.rewrite_legacy(sys.argv[1:] if argv is None else argv))
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.WARNING, format="%(levelname)s %(message)s"
     )

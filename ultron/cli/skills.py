@@ -1,4 +1,4 @@
-"""Command line of the Skill Hub and knowledge clusters: `ultron skills ...`, `ultron clusters ...`.
+"""Command line of the Skill Hub and knowledge clusters: `ultron skills ...`, `ultron skills clusters ...`.
 
 Added to the parser by ultron/cli/__init__.py's build_parser. Each command works in-process (embedded or
 `--database-url`) or against a running hub (`--url`), through the SDK.
@@ -27,7 +27,8 @@ def cmd_skills_search(args: argparse.Namespace) -> int:
         print(f"{h.similarity:.4f}  {h.slug}@{h.version}  {h.name}: {h.description}")
     if not hits:
         print(
-            f"no skill matches {args.query!r} (skills grow from clusters of memories: `ultron clusters list`)"
+            f"no skill matches {args.query!r} "
+            "(skills grow from clusters of memories: `ultron skills clusters list`)"
         )
     return 0
 

@@ -1,4 +1,4 @@
-"""`ultron worker [--once]`, `ultron worker status` and `ultron bench-rebalance`."""
+"""`ultron worker [--once]`, `ultron worker status` and `ultron bench rebalance`."""
 
 from __future__ import annotations
 

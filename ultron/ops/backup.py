@@ -1,4 +1,4 @@
-"""`ultron backup FILE` / `ultron restore FILE`: pg_dump and pg_restore in the custom format.
+"""`ultron db backup FILE` / `ultron db restore FILE`: pg_dump and pg_restore in the custom format.
 
 The client programs come from the embedded server's package (the same PostgreSQL major as the embedded
 server, new enough to dump any older server); a PATH install is the fallback. The password travels in
