@@ -28,6 +28,7 @@ from ultron.cli.db import add_parser as add_db_stop_parser  # `ultron db stop`
 from ultron.cli.groups import add_parser as add_groups_parser
 from ultron.cli.ingestion import add_commands as add_ingestion_commands
 from ultron.cli.layout import Routed, UltronParser
+from ultron.cli.serving import check_port, claim_data_dir
 from ultron.cli.skills import add_commands as add_skills_commands
 from ultron.cli.vault import add_commands as add_vault_commands
 from ultron.cli.worker import add_parsers as add_worker_parsers
@@ -166,6 +167,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     settings = _settings(args)
     configure_logging(settings.log_level, settings.log_json)  # before start-up logs anything
+    # Before the database opens (seconds): a clash is the first and only line printed.
+    claim = claim_data_dir(settings.data_dir.expanduser())
+    check_port(settings.host, settings.port)
     hub = Hub.open(settings)
     worker = None
     record = None
@@ -217,6 +221,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         if worker is not None:
             worker.close()
         hub.close()
+        if claim is not None:
+            claim.close()
     return 0
 
 
