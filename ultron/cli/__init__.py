@@ -21,7 +21,7 @@ from ultron.bench.evaluation.retrieval import add_parser as add_eval_parser
 from ultron.bench.peers import add_parser as add_peers_bench_parser
 from ultron.bench.progress import progress_bar
 from ultron.bench.start import add_parser as add_start_bench_parser
-from ultron.cli import layout
+from ultron.cli import layout, memory_edit
 from ultron.cli import memory as memory_cli
 from ultron.cli.cluster_calibration import add_parser as add_cluster_calibration_parser
 from ultron.cli.db import add_parser as add_db_stop_parser  # `ultron db stop`
@@ -308,7 +308,10 @@ def cmd_agents_revoke(args: argparse.Namespace) -> int:
 def cmd_memory_upload(args: argparse.Namespace) -> int:
     with _sdk(args) as client:
         result = client.upload(args.content, args.context, args.resolution, args.tag or [])
-    _print_json(result.model_dump(mode="json"))
+    if args.json:
+        _print_json(result.model_dump(mode="json"))
+    else:  # one line, as a search result is shown
+        memory_edit.print_record_line(result.record, f"{result.decision:<8}")
     return 0
 
 
@@ -338,15 +341,16 @@ def cmd_memory_search(args: argparse.Namespace) -> int:
 
 def cmd_memory_show(args: argparse.Namespace) -> int:
     with _sdk(args) as client:
-        record = client.get_memory(args.id)
+        record = client.get_memory(memory_edit.memory_id(client, args.id))
     _print_json(record.model_dump(mode="json"))
     return 0
 
 
 def cmd_memory_delete(args: argparse.Namespace) -> int:
     with _sdk(args) as client:
-        client.delete_memory(args.id)
-    print(f"deleted {args.id}")
+        target = memory_edit.memory_id(client, args.id)
+        client.delete_memory(target)
+    print(f"deleted {target}")
     return 0
 
 
@@ -620,6 +624,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--context", default="")
     p.add_argument("--resolution", default="")
     p.add_argument("--tag", action="append", help="repeatable")
+    p.add_argument("--json", action="store_true", help="print the whole result as JSON")
     p.set_defaults(func=cmd_memory_upload)
     p = memory.add_parser("search", help="search memories")
     _add_common(p)
@@ -634,13 +639,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = memory.add_parser("show", help="show one memory in full (no hit counted)")
     _add_common(p)
     _add_remote(p)
-    p.add_argument("id")
+    p.add_argument("id", help="the memory's id, or its first 6+ characters")
     p.set_defaults(func=cmd_memory_show)
     p = memory.add_parser("delete", help="delete one memory for good")
     _add_common(p)
     _add_remote(p)
-    p.add_argument("id")
+    p.add_argument("id", help="the memory's id, or its first 6+ characters")
     p.set_defaults(func=cmd_memory_delete)
+    memory_edit.add_parsers(memory, _add_common, _add_remote)  # edit, pin, unpin, resolve, contributions
     memory_cli.add_parser(memory, _add_common, _add_remote)  # memory split, memory repair-merges
 
     p = memory.add_parser("stats", help="memory counts by tier, type, status and scope")
@@ -781,9 +787,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=logging.DEBUG if args.verbose else logging.WARNING, format="%(levelname)s %(message)s"
     )
     try:
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()  # here, where a closed pipe is handled, not at exit
+        return code
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader went away (`ultron ... | head`): what it wanted was printed. Point stdout at
+        # /dev/null so the interpreter's own flush at exit does not complain either.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
     except Exception as exc:
         if args.verbose:
             raise

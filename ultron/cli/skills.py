@@ -39,6 +39,13 @@ def cmd_skills_list(args: argparse.Namespace) -> int:
     if args.json:
         cli._print_json([s.model_dump(mode="json") for s in skills])
         return 0
+    if not skills:
+        print(
+            "no more skills"
+            if args.offset
+            else "no skills yet: they grow from clusters of similar memories "
+            "as the worker runs (`ultron skills clusters list` shows them)"
+        )
     for s in skills:
         score = f"{s.score:.2f}" if s.score is not None else "-"
         print(f"{s.slug}@{s.version}  {s.status:<10} score={score}  {s.name}")

@@ -193,6 +193,10 @@ class Ultron:
     def get_memory(self, memory_id: UUID | str) -> MemoryRecord:
         return self._backend.get(_uuid(memory_id))
 
+    def find_memory_ids(self, prefix: str) -> list[UUID]:
+        """Ids of the memories you may see starting with `prefix` (6+ hex characters; at most 10)."""
+        return self._backend.ids_with_prefix(prefix)
+
     def get_thread(self, memory_id: UUID | str, span: int = 2) -> list[MemoryRecord]:
         """The memory with its neighbouring turns of the same conversation (position within span)."""
         return self._backend.thread(_uuid(memory_id), span)

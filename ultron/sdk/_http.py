@@ -150,6 +150,9 @@ class HttpBackend:
     def get(self, memory_id: UUID) -> MemoryRecord:
         return MemoryRecord.model_validate(self._request("GET", f"/memories/{memory_id}"))
 
+    def ids_with_prefix(self, prefix: str) -> list[UUID]:
+        return [UUID(i) for i in self._request("GET", f"/memories/by-prefix/{quote(prefix, safe='')}")]
+
     def thread(self, memory_id: UUID, span: int) -> list[MemoryRecord]:
         data = self._request("GET", f"/memories/{memory_id}/thread", params={"span": span})
         return [MemoryRecord.model_validate(r) for r in data]

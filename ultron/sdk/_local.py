@@ -27,6 +27,7 @@ from ultron.ingestion.schemas import (
     IngestTextResult,
 )
 from ultron.memory.batch import check_items, summarize
+from ultron.memory.prefix import ids_with_prefix
 from ultron.memory.schemas import (
     Contribution,
     MemoryPatch,
@@ -117,6 +118,9 @@ class LocalBackend:
 
     def get(self, memory_id: UUID) -> MemoryRecord:
         return self._run(lambda s, a: self.hub.memory.get(s, a, memory_id), read=True)
+
+    def ids_with_prefix(self, prefix: str) -> list[UUID]:
+        return self._run(lambda s, a: ids_with_prefix(s, a, prefix), read=True)
 
     def thread(self, memory_id: UUID, span: int) -> list[MemoryRecord]:
         return self._run(lambda s, a: self.hub.memory.thread(s, a, memory_id, span), read=True)
