@@ -143,3 +143,47 @@ def test_backup_into_a_missing_folder_is_one_clear_line(settings, tmp_path):
         f"error: cannot write {target}: the folder {target.parent} does not exist (create it first)"
     )
     assert not target.parent.exists()
+
+
+def test_export_and_import_markdown_go_through_the_hub_with_the_callers_key(
+    keyed, hub, capsys, tmp_path, monkeypatch
+):
+    remote = keyed["remote"]
+    ids = []
+    for content in (
+        "terraform plan hangs on the state lock",
+        "kubectl rollout stuck: check the readiness probe",
+    ):
+        ids.append(_run(capsys, "memory", "upload", "--content", content, *remote)[1].split()[1])
+    other = ["--url", keyed["url"], "--api-key", keyed["other_key"]]
+    assert _run(capsys, "memory", "upload", "--content", "the other tenant's secret recipe", *other)[0] == 0
+
+    # the key from the environment, as a user sets it once
+    monkeypatch.setenv("ULTRON_API_KEY", keyed["key"])
+    vault = tmp_path / "vault"
+    code, out, err = _run(capsys, "export", "markdown", str(vault), "--url", keyed["url"])
+    assert code == 0, err
+    assert out.startswith(f"exported 2 memories and 0 skills to {vault}")
+    files = {p.name: p.read_text() for p in vault.rglob("*.md") if "entities" not in p.parts}
+    assert len(files) == 2 and all(any(i in name for name in files) for i in ids)
+    assert not any("secret recipe" in text for text in files.values())
+
+    page = next(p for p in vault.rglob(f"*{ids[0]}.md"))
+    page.write_text(
+        page.read_text().replace("hangs on the state lock", "hangs on the state lock, force-unlock it")
+    )
+    assert _run(capsys, "memory", "delete", ids[1][:8], "--url", keyed["url"])[0] == 0
+    code, out, err = _run(capsys, "import", "markdown", str(vault), "--url", keyed["url"])
+    assert code == 0, err
+    assert out.strip() == "imported 2 memories (1 new, 1 updated)"
+    restored = json.loads(_run(capsys, "memory", "show", ids[1], "--url", keyed["url"])[1])
+    assert restored["content"] == "kubectl rollout stuck: check the readiness probe"
+    edited = json.loads(_run(capsys, "memory", "show", ids[0], "--url", keyed["url"])[1])
+    assert edited["content"] == "terraform plan hangs on the state lock, force-unlock it"
+
+    # through a hub the key is the agent: --tenant is refused in one line, not silently ignored
+    code, _, err = _run(
+        capsys, "export", "markdown", str(tmp_path / "x"), "--tenant", "other", "--url", keyed["url"]
+    )
+    assert code == 2 and "the API key is the agent and its tenant" in err
+    assert not (tmp_path / "x").exists()

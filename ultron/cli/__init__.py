@@ -726,7 +726,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_cluster_calibration_parser(sub)
     add_worker_parsers(sub, _add_common, _settings)
     add_ingestion_commands(sub, _add_common, _add_remote)
-    add_vault_commands(sub, _add_common)
+    add_vault_commands(sub, _add_common, _add_remote)
     add_skills_commands(sub, _add_common, _add_remote)
     add_eval_parser(Routed(top, {"eval": evals}, {"eval": ("eval", "retrieval")}))
     add_groups_parser(sub)

@@ -79,6 +79,12 @@ class VaultReport:
     updated: int = 0
     skipped: list[str] = field(default_factory=list)
 
+    def add(self, other: VaultReport) -> None:
+        self.written += other.written
+        self.created += other.created
+        self.updated += other.updated
+        self.skipped += other.skipped
+
     def summary(self, verb: str) -> str:
         parts = [f"{verb} {self.written or self.created + self.updated} memories"]
         if self.created or self.updated:
@@ -161,15 +167,72 @@ def parse(text: str) -> tuple[FrontMatter, str]:
     return front, body[:-1] if body.endswith("\n") else body
 
 
+# The reader could not read this file: the text after the marker says why (reported as skipped).
+SKIPPED = "\x00skipped: "
+IMPORT_CHUNK = 100  # files per import request
+
+
+def write_files(root: Path, files: Iterable[tuple[str, str]]) -> int:
+    """Write (vault path, text) pairs under root, every path checked to stay inside it; returns how many."""
+    root = root.expanduser().resolve()
+    root.mkdir(parents=True, exist_ok=True)
+    written = 0
+    for rel, text in files:
+        path = _inside(root, root / rel)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        written += 1
+    return written
+
+
+def _vault_files(root: Path) -> Iterator[Path]:
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        here = Path(dirpath)
+        # Hidden folders (.obsidian, .trash) hold settings, not memories; skills are the skill hub's.
+        dirnames[:] = sorted(
+            d
+            for d in dirnames
+            if not d.startswith(".") and not (here == root and d in ("skills", "entities"))
+        )
+        for name in sorted(filenames):
+            path = here / name
+            if name.endswith(".md") and not path.is_symlink():
+                yield path
+
+
+def read_files(directory: Path) -> Iterator[list[tuple[str, str]]]:
+    """The memory files of a vault as (vault path, text), IMPORT_CHUNK at a time; a file that cannot be
+    read becomes SKIPPED + why."""
+    root = directory.expanduser().resolve()
+    if not root.is_dir():
+        raise ValidationFailed(f"{directory} is not a directory")
+    chunk: list[tuple[str, str]] = []
+    for path in _vault_files(root):
+        rel = str(path.relative_to(root))
+        try:
+            _inside(root, path)
+            if path.stat().st_size > MAX_FILE_BYTES:
+                raise ValidationFailed(f"larger than {MAX_FILE_BYTES} bytes")
+            chunk.append((rel, path.read_text(encoding="utf-8")))
+        except (UltronError, UnicodeDecodeError, OSError) as exc:
+            chunk.append((rel, SKIPPED + str(getattr(exc, "detail", exc))))
+        if len(chunk) == IMPORT_CHUNK:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
 class Vault:
     def __init__(self, memory: MemoryService):
         self.memory = memory
 
     # --- export --------------------------------------------------------------------------------
 
-    def _pages(self, session: Session, actor: Actor) -> Iterator[list[tuple[Memory, str | None]]]:
-        """Every memory this agent may see, in (created_at, id) keyset pages."""
-        after: tuple[datetime, UUID] | None = None
+    def _pages(
+        self, session: Session, actor: Actor, after: tuple[datetime, UUID] | None = None
+    ) -> Iterator[list[tuple[Memory, str | None]]]:
+        """Every memory this agent may see after `after`, in (created_at, id) keyset pages."""
         while True:
             stmt = (
                 select(Memory, Agent.name)
@@ -187,6 +250,28 @@ class Vault:
             after = (page[-1][0].created_at, page[-1][0].id)
             session.expunge_all()
 
+    @staticmethod
+    def _memory_file(memory: Memory, agent: str | None) -> tuple[str, str]:
+        folder = memory.memory_type if memory.memory_type in STORED_TYPES else "other"
+        return f"{folder}/{slug(memory.summary_l0 or memory.content)}-{memory.id}.md", render(memory, agent)
+
+    def export_page(
+        self, session: Session, actor: Actor, after: tuple[datetime, UUID] | None
+    ) -> tuple[list[tuple[str, str]], tuple[datetime, UUID] | None]:
+        """One page of (vault path, file text) after the cursor, and the next cursor (None: the last)."""
+        page = next(self._pages(session, actor, after), [])
+        files = [self._memory_file(m, agent) for m, agent in page]
+        last = (page[-1][0].created_at, page[-1][0].id) if len(page) == PAGE_SIZE else None
+        return files, last
+
+    def extra_files(
+        self, session: Session, actor: Actor, skills: Iterable[tuple[str, str]] = ()
+    ) -> list[tuple[str, str]]:
+        """The entity pages and the given (name, SKILL.md) pairs, as (vault path, file text)."""
+        files = list(self._entity_pages(session, actor))
+        files += [(f"skills/{safe_name(name)}/SKILL.md", text) for name, text in skills]
+        return files
+
     def export(
         self,
         session: Session,
@@ -196,24 +281,13 @@ class Vault:
     ) -> VaultReport:
         """Write every memory the agent may see (archived ones too) and the given (name, SKILL.md) pairs."""
         root = directory.expanduser().resolve()
-        root.mkdir(parents=True, exist_ok=True)
         report = VaultReport()
         for page in self._pages(session, actor):
-            for memory, agent in page:
-                folder = memory.memory_type if memory.memory_type in STORED_TYPES else "other"
-                name = f"{slug(memory.summary_l0 or memory.content)}-{memory.id}.md"
-                path = _inside(root, root / folder / name)
-                path.parent.mkdir(exist_ok=True)
-                path.write_text(render(memory, agent), encoding="utf-8")
-                report.written += 1
-        self._entity_pages(session, actor, root)
-        for skill_name, text in skills:
-            path = _inside(root, root / "skills" / safe_name(skill_name) / "SKILL.md")
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
+            report.written += write_files(root, [self._memory_file(m, agent) for m, agent in page])
+        write_files(root, self.extra_files(session, actor, skills))
         return report
 
-    def _entity_pages(self, session: Session, actor: Actor, root: Path) -> None:
+    def _entity_pages(self, session: Session, actor: Actor) -> Iterator[tuple[str, str]]:
         """`entities/<kind>/<name>.md` per person, place and project, linking the memories that name it
         (only memories the agent may see; entity rows streamed in name order, one page open at a time)."""
         stmt = (
@@ -233,56 +307,48 @@ class Vault:
         current: tuple[str, str] | None = None
         lines: list[str] = []
 
-        def flush() -> None:
-            if current is None:
-                return
+        def page() -> tuple[str, str]:
+            assert current is not None
             kind, name = current
-            path = _inside(root, root / "entities" / kind / f"{safe_name(name)}.md")
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(f"# {name}\n\n{kind}, named in:\n\n" + "\n".join(lines) + "\n", encoding="utf-8")
+            text = f"# {name}\n\n{kind}, named in:\n\n" + "\n".join(lines) + "\n"
+            return f"entities/{kind}/{safe_name(name)}.md", text
 
         for kind, name, memory_id, memory_type, summary, content in session.execute(stmt):
             if (kind, name) != current:
-                flush()
+                if current is not None:
+                    yield page()
                 current, lines = (kind, name), []
             folder = memory_type if memory_type in STORED_TYPES else "other"
-            page = f"{slug(summary or content)}-{memory_id}.md"
-            lines.append(f"- [{(summary or content)[:80]}](../../{folder}/{page})")
-        flush()
+            name_md = f"{slug(summary or content)}-{memory_id}.md"
+            lines.append(f"- [{(summary or content)[:80]}](../../{folder}/{name_md})")
+        if current is not None:
+            yield page()
 
     # --- import --------------------------------------------------------------------------------
 
-    def _files(self, root: Path) -> Iterator[Path]:
-        for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-            here = Path(dirpath)
-            # Hidden folders (.obsidian, .trash) hold settings, not memories; skills are the skill hub's.
-            dirnames[:] = sorted(
-                d
-                for d in dirnames
-                if not d.startswith(".") and not (here == root and d in ("skills", "entities"))
-            )
-            for name in sorted(filenames):
-                path = here / name
-                if name.endswith(".md") and not path.is_symlink():
-                    yield path
-
     def import_(self, session: Session, actor: Actor, directory: Path) -> VaultReport:
         """Create or update the memories of a vault (same ids), as this agent."""
-        root = directory.expanduser().resolve()
-        if not root.is_dir():
-            raise ValidationFailed(f"{directory} is not a directory")
         report = VaultReport()
-        for path in self._files(root):
-            rel = path.relative_to(root)
+        for chunk in read_files(directory):
+            report.add(self.import_files(session, actor, chunk))
+        return report
+
+    def import_files(self, session: Session, actor: Actor, files: Iterable[tuple[str, str]]) -> VaultReport:
+        """Store (vault path, file text) pairs; a file that cannot be read or stored is skipped with why
+        (each in its own savepoint: the others are kept). A text that starts with SKIPPED is a file the
+        reader could not read, with its reason."""
+        report = VaultReport()
+        for rel, text in files:
             try:
-                _inside(root, path)
-                if path.stat().st_size > MAX_FILE_BYTES:
+                if text.startswith(SKIPPED):
+                    raise ValidationFailed(text.removeprefix(SKIPPED))
+                if len(text.encode("utf-8")) > MAX_FILE_BYTES:
                     raise ValidationFailed(f"larger than {MAX_FILE_BYTES} bytes")
-                front, content = parse(path.read_text(encoding="utf-8"))
+                front, content = parse(text)
                 with session.begin_nested():
                     created = self._store(session, actor, front, content)
-            except (UltronError, UnicodeDecodeError) as exc:
-                report.skipped.append(f"{rel}: {getattr(exc, 'detail', exc)}")
+            except UltronError as exc:
+                report.skipped.append(f"{rel}: {exc.detail}")
                 continue
             if created:
                 report.created += 1
