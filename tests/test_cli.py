@@ -75,6 +75,7 @@ def test_agents_memory_and_stats_round_trip_in_process(settings):
             "delete __pycache__ and rerun",
             "--tag",
             "pytest",
+            "--json",
         ).stdout
     )
     assert up["decision"] == "created" and up["record"]["memory_type"] == "error"
