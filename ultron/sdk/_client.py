@@ -21,7 +21,7 @@ from ultron.memory.schemas import (
     UploadRequest,
     UploadResult,
 )
-from ultron.vault.markdown import VaultReport, read_files, write_files
+from ultron.vault.files import VaultReport, read_files, write_files
 
 if TYPE_CHECKING:  # loaded where used: a CLI search needs the memory schemas and nothing else
     from ultron.clusters.schemas import ClusterDetail, ClusterSummary

@@ -49,7 +49,7 @@ from ultron.skills.schemas import (
     SkillUploadResult,
 )
 from ultron.trajectory.schemas import SegmentInfo, SessionInfo
-from ultron.vault.exchange import ExportPage, ImportResult
+from ultron.vault.schemas import ExportPage, ImportResult
 from ultron.worker.status import WorkerStatus
 
 IMPORT_POLL_SECONDS = 0.5

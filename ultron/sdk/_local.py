@@ -50,7 +50,8 @@ from ultron.skills.schemas import (
 from ultron.tenancy import Actor, ensure_tenant, local_actor, member_groups
 from ultron.trajectory import views
 from ultron.trajectory.schemas import SegmentInfo, SessionInfo
-from ultron.vault.exchange import ExportPage, ImportResult, VaultFile, export_page, import_files
+from ultron.vault.exchange import export_page, import_files
+from ultron.vault.schemas import ExportPage, ImportResult, VaultFile
 from ultron.worker.status import WorkerStatus, worker_status
 
 T = TypeVar("T")

@@ -10,44 +10,16 @@ from collections.abc import Iterator
 from datetime import datetime
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.orm import Session
 
 from ultron.errors import ValidationFailed
 from ultron.memory.service import MemoryService
 from ultron.skills.service import SkillService
 from ultron.tenancy import Actor
-from ultron.vault.markdown import IMPORT_CHUNK, MAX_FILE_BYTES, Vault
+from ultron.vault.markdown import Vault
+from ultron.vault.schemas import ExportPage, ImportResult, VaultFile
 
 SKILL_PAGE = 100
-
-
-class VaultFile(BaseModel):
-    path: str = Field(..., max_length=1000, description="Path inside the vault, e.g. error/slug-<id>.md")
-    text: str = Field(..., max_length=MAX_FILE_BYTES)
-
-
-class ExportRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    after: str | None = Field(None, description="The previous page's `next`; none for the first page")
-
-
-class ExportPage(BaseModel):
-    files: list[VaultFile]
-    next: str | None = Field(None, description="Pass as `after` for the next page; null on the last")
-
-
-class ImportRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    files: list[VaultFile] = Field(..., max_length=IMPORT_CHUNK)
-
-
-class ImportResult(BaseModel):
-    created: int
-    updated: int
-    skipped: list[str]
 
 
 def _cursor(raw: str | None) -> tuple[datetime, UUID] | None:

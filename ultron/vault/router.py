@@ -11,14 +11,8 @@ from ultron.memory.service import MemoryService
 from ultron.routing.deps import UnitDep, hub_part
 from ultron.routing.errors import ERROR_RESPONSES
 from ultron.skills.service import SkillService
-from ultron.vault.exchange import (
-    ExportPage,
-    ExportRequest,
-    ImportRequest,
-    ImportResult,
-    export_page,
-    import_files,
-)
+from ultron.vault.exchange import export_page, import_files
+from ultron.vault.schemas import ExportPage, ExportRequest, ImportRequest, ImportResult
 
 MemoryDep = Annotated[MemoryService, Depends(hub_part("memory"))]
 SkillsDep = Annotated[SkillService | None, Depends(hub_part("skills"))]
