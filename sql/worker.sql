@@ -264,3 +264,11 @@ LIMIT :limit
 
 -- name: prune_runs
 DELETE FROM worker_runs WHERE started_at < now() - make_interval(days => :keep_days)
+
+-- name: seconds_since_full_cycle
+-- How long ago (by the database's clock) the last full cycle's rebalance finished well, by any worker;
+-- NULL when none is recorded. A (re)started worker waits out the rest of its period from there, so how
+-- often the hub restarts never changes a memory's tier.
+SELECT extract(epoch FROM now() - max(started_at)) AS seconds
+FROM worker_runs
+WHERE step = 'rebalance' AND status = 'ok'

@@ -75,6 +75,7 @@ def test_agents_memory_and_stats_round_trip_in_process(settings):
             "delete __pycache__ and rerun",
             "--tag",
             "pytest",
+            "--json",
         ).stdout
     )
     assert up["decision"] == "created" and up["record"]["memory_type"] == "error"
@@ -82,10 +83,10 @@ def test_agents_memory_and_stats_round_trip_in_process(settings):
     assert found[0]["record"]["id"] == up["record"]["id"]
     shown = json.loads(ultron(settings, "memory", "show", *as_bot, up["record"]["id"]).stdout)
     assert shown["resolution"] == "delete __pycache__ and rerun"
-    stats = json.loads(ultron(settings, "stats", *as_bot).stdout)
+    stats = json.loads(ultron(settings, "memory", "stats", *as_bot).stdout)
     assert stats["total"] == 1 and stats["embedding_model"].startswith("hash-v1")
     # The local agent of tenant 'default' does not see acme's memory.
-    assert json.loads(ultron(settings, "stats", "--local").stdout)["total"] == 0
+    assert json.loads(ultron(settings, "memory", "stats", "--local").stdout)["total"] == 0
 
     assert "revoked" in ultron(settings, "agents", "revoke", "ci-bot", "--tenant", "acme").stdout
     ultron(settings, "memory", "delete", *as_bot, up["record"]["id"])
@@ -114,7 +115,12 @@ def test_agent_option_never_creates_an_agent_or_a_tenant(settings, hub):
 
 def test_without_a_hub_the_cli_says_so_and_creates_nothing(tmp_path):
     data_dir = tmp_path / "never-created"
-    for args in (["stats"], ["trajectory", "sessions"], ["worker", "status"], ["memory", "search", "x"]):
+    for args in (
+        ["memory", "stats"],
+        ["trajectory", "sessions"],
+        ["worker", "status"],
+        ["memory", "search", "x"],
+    ):
         proc = subprocess.run(
             [sys.executable, "-m", "ultron.cli", *args],
             env=_clean_env(ULTRON_DATA_DIR=str(data_dir)),
@@ -152,7 +158,8 @@ def test_a_missing_optional_package_is_named_with_its_install_command(tmp_path):
             "-c",
             "import sys; sys.modules['playwright'] = None; "
             "from ultron.cli import main; sys.exit(main(sys.argv[1:]))",
-            "dashboard-screenshots",
+            "bench",
+            "screenshots",
             str(tmp_path / "png"),
             "--demo",
         ],
@@ -212,12 +219,12 @@ def _run(capsys, *argv: str) -> tuple[int, str, str]:  # type: ignore[no-untyped
 
 
 READ_COMMANDS = [
-    ["stats"],
+    ["memory", "stats"],
     ["memory", "search", "docker proxy", "--json"],
     ["trajectory", "sessions", "--json"],
     ["trajectory", "segments", "--json"],
     ["worker", "status", "--json"],
-    ["clusters", "list", "--json"],
+    ["skills", "clusters", "list", "--json"],
     ["skills", "list", "--json"],
     ["skills", "search", "docker build", "--json"],
     ["import", "list"],
@@ -246,7 +253,7 @@ def test_every_read_command_through_the_hub_shows_only_the_callers_tenant(two_te
                 text("SELECT id FROM knowledge_clusters WHERE tenant_id = :t"), {"t": bravo["tenant_id"]}
             ).scalars()
         }
-    assert json.loads(outputs["stats"])["total"] == alpha_total > 0
+    assert json.loads(outputs["memory stats"])["total"] == alpha_total > 0
     hits = json.loads(outputs["memory search"])
     assert alpha["memory_id"] in {h["record"]["id"] for h in hits}
     assert bravo["memory_id"] not in outputs["memory search"]
@@ -256,13 +263,13 @@ def test_every_read_command_through_the_hub_shows_only_the_callers_tenant(two_te
     assert segment_sessions and segment_sessions <= {r["id"] for r in sessions}
     queues = json.loads(outputs["worker status"])["queues"]
     assert {q["tenant_id"] for q in queues} <= {alpha["tenant_id"]}
-    clusters = {c["id"] for c in json.loads(outputs["clusters list"])}
+    clusters = {c["id"] for c in json.loads(outputs["skills clusters"])}
     assert clusters and not clusters & bravo_clusters
     assert "alpha-notes.md" in outputs["import list"]
 
     code, out, _ = _run(capsys, "skills", "search", "kubernetes operator", *remote)
     assert code == 0 and out.startswith("no skill matches 'kubernetes operator'")
-    code, out, _ = _run(capsys, "clusters", "list", *remote)
+    code, out, _ = _run(capsys, "skills", "clusters", "list", *remote)
     assert out.splitlines()[0].split() == ["cluster", "members", "skill", "next", "topic"]
     assert out.splitlines()[-1].startswith("next: what the worker's next skill pass does")
     code, _, err = _run(capsys, "memory", "show", bravo["memory_id"], *remote)
@@ -270,7 +277,7 @@ def test_every_read_command_through_the_hub_shows_only_the_callers_tenant(two_te
     code, out, _ = _run(capsys, "memory", "show", alpha["memory_id"], *remote)
     assert code == 0 and json.loads(out)["id"] == alpha["memory_id"]
     # Through the hub the key is the agent: --agent is refused, not ignored, and nothing is created.
-    code, _, err = _run(capsys, "stats", "--agent", "mallory", *remote)
+    code, _, err = _run(capsys, "memory", "stats", "--agent", "mallory", *remote)
     assert code == 2 and "the API key is the agent" in err
     with hub.db.session() as s:
         assert s.execute(text("SELECT count(*) FROM agents WHERE name = 'mallory'")).scalar_one() == 0
@@ -299,7 +306,7 @@ def test_hub_down_bad_key_and_bad_input_are_one_line_and_an_exit_code(two_tenant
 
 def test_hub_down_in_a_subprocess_prints_no_traceback(tmp_path):
     proc = subprocess.run(
-        [sys.executable, "-m", "ultron.cli", "stats"],
+        [sys.executable, "-m", "ultron.cli", "memory", "stats"],
         env=_clean_env(ULTRON_URL=f"http://127.0.0.1:{_free_port()}"),
         capture_output=True,
         text=True,
@@ -355,7 +362,10 @@ def test_serve_with_defaults_turns_an_ingested_session_into_memories(settings, h
             assert server.poll() is None and time.monotonic() < deadline, log.read_text()
             time.sleep(0.3)
         stats = subprocess.run(
-            [sys.executable, "-m", "ultron.cli", "stats"], env=client_env, capture_output=True, text=True
+            [sys.executable, "-m", "ultron.cli", "memory", "stats"],
+            env=client_env,
+            capture_output=True,
+            text=True,
         )
         assert stats.returncode == 0 and json.loads(stats.stdout)["total"] >= 1, stats.stderr
     finally:
@@ -372,7 +382,9 @@ def _healthy(port: int) -> bool:
         return False
 
 
-@pytest.mark.parametrize("argv", [["bench", "--sizes", "300,600", "--queries", "20", "--upload-probe", "10"]])
+@pytest.mark.parametrize(
+    "argv", [["bench", "core", "--sizes", "300,600", "--queries", "20", "--upload-probe", "10"]]
+)
 def test_bench_prints_its_figures(settings, pg_server_url, argv):
     proc = subprocess.run(
         [sys.executable, "-m", "ultron.cli", *argv, "--database-url", pg_server_url],
@@ -390,10 +402,10 @@ def test_privacy_eval_takes_the_corpus_option_the_readme_shows(tmp_path, capsys)
     corpus = tmp_path / "corpus.jsonl"
     lines = (Path(__file__).parent / "data" / "redaction_corpus.jsonl").read_text().splitlines()
     corpus.write_text("\n".join(lines[:5]) + "\n")
-    code = main(["privacy", "eval", "--corpus", str(corpus), "--repeat", "0"])
+    code = main(["eval", "privacy", "--corpus", str(corpus), "--repeat", "0"])
     out = capsys.readouterr().out
     assert code == 0 and "corpus: 5 snippets" in out and "precision" in out
-    assert main(["privacy", "eval", "--corpus", str(tmp_path / "missing.jsonl")]) == 2
+    assert main(["eval", "privacy", "--corpus", str(tmp_path / "missing.jsonl")]) == 2
     assert "corpus not found" in capsys.readouterr().err
 
 

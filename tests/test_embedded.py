@@ -93,7 +93,12 @@ def test_serve_cli_alongside_restart_and_clean_stop(tmp_path):
         assert created.status_code == 201, created.text
         # The CLI shares the running hub's embedded server (same data dir), while it runs.
         out = _cli(
-            data_dir, "memory", "upload", "--content", "gradle wrapper download blocked by the firewall"
+            data_dir,
+            "memory",
+            "upload",
+            "--content",
+            "gradle wrapper download blocked by the firewall",
+            "--json",
         )
         assert json.loads(out.stdout)["decision"] == "created"
         assert httpx.get(f"{base}/memories/stats", timeout=30).json()["total"] == 2

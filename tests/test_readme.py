@@ -105,7 +105,8 @@ def test_the_readme_walks(walk_dir):
         assert "Traceback" not in proc.stderr, proc.stderr
         # What the walk did, seen from its output: the memory went in, search found it, the curl
         # with the key got results, the ingested session is listed.
-        assert '"decision": "created"' in proc.stdout
+        assert re.search(r"^created\s+[0-9a-f-]{36}  \[", proc.stdout, flags=re.M), proc.stdout[-3000:]
+        assert re.search(r"^pinned\s+[0-9a-f-]{36}  \[", proc.stdout, flags=re.M)  # by its short id
         assert "pip install times out behind the office proxy" in proc.stdout
         assert "multi_task.jsonl" in proc.stdout
         assert '"results":' in proc.stdout

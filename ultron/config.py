@@ -12,7 +12,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 EmbeddingProviderName = Literal["local", "hash", "dashscope", "openai"]
 LLMProviderName = Literal["heuristic", "dashscope", "openai"]
 
-# Calibrated on the dev split of ultron/bench/data/dedup_calibration.jsonl with `ultron dedup-calibration`
+# Calibrated on the dev split of ultron/bench/data/dedup_calibration.jsonl with `ultron eval dedup`
 # (see docs/embeddings.md): HARD is the lowest cosine whose automatic merges (which also need agreeing
 # distinguishing tokens, `heuristic.agree`) stay >= 0.99 precise, SOFT the lower edge of the judge band
 # that maximises F1 while the offline judge's merges stay >= 0.97 precise. The seed's 0.85 / 0.75 were set
@@ -24,7 +24,7 @@ DEFAULT_DEDUP_THRESHOLDS: dict[str, tuple[float, float]] = {
     "hash": (0.59149, 0.32897),
 }
 # The cluster join threshold is on the average cosine to a cluster's members (ultron/clusters/service.py).
-# local and hash: `ultron cluster-calibration` on ultron/bench/data/cluster_topics.jsonl (88 memories,
+# local and hash: `ultron eval clusters` on ultron/bench/data/cluster_topics.jsonl (88 memories,
 # 11 topics, 10 upload orders), the lowest threshold whose worst purity is >= 0.9 with no ready cluster
 # whose core mixes topics (local: worst 0.932, mean 0.947; hash: worst 0.909, mean 0.933).
 # dashscope / openai cannot be measured offline: the old centroid-cosine 0.75 times a typical mean length
@@ -123,7 +123,7 @@ class Settings(BaseSettings):
     local_document_prefix: Literal["query", "passage"] = Field(
         "query",
         description="local (e5) embedder: the prefix of stored texts; searches always use 'query: ' "
-        "(changing it needs `ultron reembed`)",
+        "(changing it needs `ultron db reembed`)",
     )
     embedding_base_url: str | None = Field(None, description="Base URL of an OpenAI-compatible embedding API")
     embedding_api_key: SecretStr | None = Field(None, description="API key for the embedding provider")

@@ -11,7 +11,7 @@ from ultron.cli import main
 
 
 def test_bench_clusters_reports_each_size_against_the_smallest(pg_server_url, capsys):  # type: ignore[no-untyped-def]
-    argv = ["bench-clusters", "--database-url", pg_server_url, "--sizes", "300,30", "--probes", "20"]
+    argv = ["bench", "clusters", "--database-url", pg_server_url, "--sizes", "300,30", "--probes", "20"]
     assert main([*argv, "--dimension", "64", "--pending", "5", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert [r["clusters"] for r in rows] == [30, 300]  # sorted: the smallest is the baseline
@@ -51,7 +51,7 @@ def test_bench_clusters_reports_each_size_against_the_smallest(pg_server_url, ca
 
 
 def test_bench_clusters_text_report(pg_server_url, capsys):  # type: ignore[no-untyped-def]
-    argv = ["bench-clusters", "--database-url", pg_server_url, "--sizes", "20,40", "--probes", "12"]
+    argv = ["bench", "clusters", "--database-url", pg_server_url, "--sizes", "20,40", "--probes", "12"]
     assert main([*argv, "--dimension", "64"]) == 0
     out = capsys.readouterr().out
     assert "assignment at 40 clusters / at 20: p50 " in out and "the HNSW probe alone: p50 " in out

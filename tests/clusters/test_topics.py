@@ -150,7 +150,8 @@ def test_the_calibration_command_prints_the_table_and_marks_the_default(capsys):
     assert (
         main(
             [
-                "cluster-calibration",
+                "eval",
+                "clusters",
                 "--embedding-provider",
                 "hash",
                 "--thresholds",

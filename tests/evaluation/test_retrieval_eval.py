@@ -39,7 +39,16 @@ def test_eval_prints_its_metrics(pg_server_url, template_db, tmp_path, capsys):
     subset = [r for r in rows if r["id"] in keep or (r["kind"] == "query" and set(r["expected"]) <= keep)]
     path = tmp_path / "slice.jsonl"
     path.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in subset), encoding="utf-8")
-    args = ["eval", "--embedding-provider", "hash", "--database-url", pg_server_url, "--set", str(path)]
+    args = [
+        "eval",
+        "retrieval",
+        "--embedding-provider",
+        "hash",
+        "--database-url",
+        pg_server_url,
+        "--set",
+        str(path),
+    ]
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "30 memories" in out and "R@1" in out and "MRR" in out
@@ -75,6 +84,7 @@ def test_conversation_suite_prints_the_hub_beside_bm25_and_dense(
     dump = tmp_path / "dump.json"
     args = [
         "eval",
+        "retrieval",
         "--suite",
         "conversations",
         "--embedding-provider",

@@ -77,12 +77,12 @@ def populated(hub, db_url: str) -> str:  # type: ignore[no-untyped-def]
 
 def test_backup_then_restore_into_an_empty_database_keeps_every_row(populated, empty_db, tmp_path):
     dump = tmp_path / "ultron.dump"
-    backed = _cli(populated, "backup", str(dump))
+    backed = _cli(populated, "db", "backup", str(dump))
     assert backed.returncode == 0, backed.stderr
     assert "4 memories" in backed.stdout and dump.stat().st_size > 0
     assert not list(tmp_path.glob("*.partial"))
 
-    restored = _cli(empty_db, "restore", str(dump))
+    restored = _cli(empty_db, "db", "restore", str(dump))
     assert restored.returncode == 0, restored.stderr
     assert "4 memories" in restored.stdout and "db upgrade" not in restored.stdout
 
@@ -96,8 +96,8 @@ def test_restored_database_serves_search(populated, empty_db, tmp_path, settings
     from ultron.hub import Hub
 
     dump = tmp_path / "ultron.dump"
-    assert _cli(populated, "backup", str(dump)).returncode == 0
-    assert _cli(empty_db, "restore", str(dump)).returncode == 0
+    assert _cli(populated, "db", "backup", str(dump)).returncode == 0
+    assert _cli(empty_db, "db", "restore", str(dump)).returncode == 0
     hub = Hub.open(Settings.model_validate({**settings.model_dump(), "database_url": empty_db}))
     try:
         with hub.db.session() as s:
@@ -109,17 +109,17 @@ def test_restored_database_serves_search(populated, empty_db, tmp_path, settings
 
 def test_restore_refuses_a_database_that_already_holds_ultron_unless_clean(populated, tmp_path):
     dump = tmp_path / "ultron.dump"
-    assert _cli(populated, "backup", str(dump)).returncode == 0
+    assert _cli(populated, "db", "backup", str(dump)).returncode == 0
     before = _fingerprint(populated)
     with psycopg.connect(populated) as conn:
         conn.execute("DELETE FROM memory_contributions")
         conn.execute("DELETE FROM memories WHERE content LIKE 'git push%'")
 
-    refused = _cli(populated, "restore", str(dump))
+    refused = _cli(populated, "db", "restore", str(dump))
     assert refused.returncode == 1 and "--clean" in refused.stderr
     assert _fingerprint(populated)["memories"][0] == 3
 
-    replaced = _cli(populated, "restore", "--clean", str(dump))
+    replaced = _cli(populated, "db", "restore", "--clean", str(dump))
     assert replaced.returncode == 0, replaced.stderr
     assert _fingerprint(populated) == before
 
@@ -128,8 +128,8 @@ def test_restore_of_a_file_that_is_not_a_dump_changes_nothing(populated, tmp_pat
     junk = tmp_path / "junk.dump"
     junk.write_text("not a dump")
     before = _fingerprint(populated)
-    failed = _cli(populated, "restore", "--clean", str(junk))
+    failed = _cli(populated, "db", "restore", "--clean", str(junk))
     assert failed.returncode == 1 and "pg_restore failed" in failed.stderr
     assert _fingerprint(populated) == before
-    missing = _cli(populated, "restore", str(Path(tmp_path / "nope.dump")))
+    missing = _cli(populated, "db", "restore", str(Path(tmp_path / "nope.dump")))
     assert missing.returncode == 2 and "no backup" in missing.stderr

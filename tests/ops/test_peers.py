@@ -33,7 +33,7 @@ def test_without_mem0_the_command_says_how_to_install_it_and_exits_2():
 )
 def test_tiny_run_measures_both_systems_side_by_side(pg_server_url, tmp_path, capsys):  # type: ignore[no-untyped-def]
     history = tmp_path / "mem0-history.db"
-    argv = ["bench-peers", "--database-url", pg_server_url, "--sizes", "100", "--uploads", "10"]
+    argv = ["bench", "peers", "--database-url", pg_server_url, "--sizes", "100", "--uploads", "10"]
     argv += ["--searches", "10", "--dimension", "64", "--mem0-history", str(history), "--json"]
     assert main(argv) == 0
     [row] = json.loads(capsys.readouterr().out)

@@ -44,12 +44,14 @@ def test_search_list_show_history_and_clusters(run, published):  # type: ignore[
     assert shown.startswith(f"# {slug}@1.0.0 (active)") and "\n---\nname: " in shown
     assert json.loads(run("skills", "show", slug, "--json", "--version", "1.0.0"))["versions"] == ["1.0.0"]
     assert "crystallize" in run("skills", "history", slug)
-    clusters = json.loads(run("clusters", "list", "--json"))
+    clusters = json.loads(run("skills", "clusters", "list", "--json"))
     assert len([c for c in clusters if c["skill_slug"]]) == 3
-    listed = run("clusters", "list").splitlines()
+    listed = run("skills", "clusters", "list").splitlines()
     assert listed[0].split() == ["cluster", "members", "skill", "next", "topic"]
     assert any(slug in line.split() for line in listed[1:])
-    one = json.loads(run("clusters", "show", next(c["id"] for c in clusters if c["skill_slug"] == slug)))
+    one = json.loads(
+        run("skills", "clusters", "show", next(c["id"] for c in clusters if c["skill_slug"] == slug))
+    )
     assert one["skill"]["slug"] == slug and one["members"]
     run("skills", "show", "no-such-skill", code=1)
     run("skills", "show", slug, "--version", "one", code=1)

@@ -40,7 +40,7 @@ def test_http_worker_status_is_read_only_and_tenant_scoped(worker_hub):
 
 
 def test_bench_rebalance_prints_its_figures(pg_server_url, capsys):
-    argv = ["bench-rebalance", "--database-url", pg_server_url, "--sizes", "2000", "--repeat", "1"]
+    argv = ["bench", "rebalance", "--database-url", pg_server_url, "--sizes", "2000", "--repeat", "1"]
     assert main([*argv, "--dimension", "16"]) == 0
     out = capsys.readouterr().out
     assert "memories" in out and "cycle" in out

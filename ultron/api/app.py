@@ -32,6 +32,7 @@ from ultron.routing.deps import WRITTEN_HEADER, DatabaseDep
 from ultron.routing.errors import ErrorBody, install_error_handlers
 from ultron.skills.router import router as skills
 from ultron.trajectory.router import router as trajectory
+from ultron.vault.router import router as vault
 from ultron.web import router as dashboard
 from ultron.worker.router import router as worker
 
@@ -113,4 +114,5 @@ def create_app(hub: Hub, *, allow_open: bool = False) -> FastAPI:
     app.include_router(skills)
     app.include_router(clusters)
     app.include_router(groups)
+    app.include_router(vault)
     return app

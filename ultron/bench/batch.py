@@ -1,4 +1,4 @@
-"""`ultron bench-batch`: batch upload throughput against single uploads measured in the same run.
+"""`ultron bench batch`: batch upload throughput against single uploads measured in the same run.
 
 Two fresh databases on one embedded server, the same synthetic corpus (ultron.bench.core.Corpus) for both:
 `--items` memories go in through `Ultron.upload_batch` (500 per call) into one, and a sample of
@@ -168,7 +168,7 @@ def run(args: argparse.Namespace) -> int:
                     conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
     rate = {k: counts[k] / timings[k] for k in timings}
     print(
-        f"ultron bench-batch: {args.corpus} corpus, {args.embedder} embedder, heuristic LLM, redaction "
+        f"ultron bench batch: {args.corpus} corpus, {args.embedder} embedder, heuristic LLM, redaction "
         f"{'on' if Settings().redaction_enabled else 'off'}; {counts['batch']} memories in batches of {size} "
         f"(decisions {decisions['batch']}), {counts['single']} of them one by one (decisions "
         f"{decisions['single']}), interleaved"

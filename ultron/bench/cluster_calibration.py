@@ -1,4 +1,4 @@
-"""`ultron cluster-calibration`: purity and completeness of the online clustering per join threshold.
+"""`ultron eval clusters`: purity and completeness of the online clustering per join threshold.
 
 The labelled topic set `data/cluster_topics.jsonl` (memories as agents upload them: content, context,
 resolution, over topics that share words -- "docker", "connection", "cache") is embedded with the

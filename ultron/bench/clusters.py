@@ -1,4 +1,4 @@
-"""`ultron bench-clusters`: what assigning one upload to a cluster costs, from 1k to 100k clusters.
+"""`ultron bench clusters`: what assigning one upload to a cluster costs, from 1k to 100k clusters.
 
 Each size gets its own scratch database on one server: N clusters with random unit centroids go in by binary
 COPY, then the HNSW index on the centroids is built and the table analyzed. Then every probe is one
@@ -373,7 +373,7 @@ def _ms(value: float | None, ratio: float | None) -> str:
 
 def format_report(rows: list[dict[str, Any]], dimension: int, shared_buffers: str) -> str:
     lines = [
-        f"ultron bench-clusters: {dimension}-d centroids, HNSW, shared_buffers {shared_buffers}; one "
+        f"ultron bench clusters: {dimension}-d centroids, HNSW, shared_buffers {shared_buffers}; one "
         "ClusterService.assign per probe (one statement: nearest-centroid probe, row lock, running mean, "
         "new cluster or member insert), commit excluded; probes interleaved across sizes",
         f"{'clusters':>9} {'fill s':>7} {'index':>8} {'probes':>6} {'joined':>6} {'started':>7} "

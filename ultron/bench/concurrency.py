@@ -1,4 +1,4 @@
-"""`ultron bench-concurrency`: upload throughput of N concurrent agents against one, through HTTP.
+"""`ultron bench concurrency`: upload throughput of N concurrent agents against one, through HTTP.
 
 The real app under uvicorn in its own process (so the clients' threads do not share its interpreter),
 on a fresh database of an embedded server; N agents, each with its own key, upload distinct synthetic
@@ -136,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
     lat_one = [x for _, lats in runs["one"] for x in lats]
     lat_many = runs["many"][0][1]
     print(
-        f"ultron bench-concurrency: {args.embedder} embedder, heuristic LLM, redaction "
+        f"ultron bench concurrency: {args.embedder} embedder, heuristic LLM, redaction "
         f"{'on' if Settings().redaction_enabled else 'off'}; uvicorn + the app in one process, "
         f"{args.uploads} distinct uploads per phase, {os.cpu_count()} CPUs"
     )

@@ -1,4 +1,4 @@
-"""`ultron bench`: upload throughput and search latency at growing sizes, against raw pgvector kNN.
+"""`ultron bench core`: upload throughput and search latency at growing sizes, against raw pgvector kNN.
 
 The store is filled to each size with a bulk loader (COPY, then index, then ANALYZE); then, at that size,
 a probe of real uploads goes through the whole upload path (redact, type, summarize, embed, dedup under
@@ -417,7 +417,7 @@ def run_benchmark(args: argparse.Namespace) -> int:
                     conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
     decisions = {k: sum(p.decisions.get(k, 0) for p in probes) for k in ("created", "merged", "merged_judge")}
     print(
-        f"ultron bench: hash embedder ({args.dimension}-d), heuristic LLM, redaction "
+        f"ultron bench core: hash embedder ({args.dimension}-d), heuristic LLM, redaction "
         f"{'on' if Settings().redaction_enabled else 'off'}; per size {args.upload_probe} uploads "
         f"(decisions over all sizes: {decisions}) and {args.queries} searches, limit {SEARCH_LIMIT}; "
         "measurements interleaved across sizes"

@@ -1,4 +1,4 @@
-"""`ultron dashboard-bench`: API and page-load times of the dashboard at a given number of memories.
+"""`ultron bench dashboard`: API and page-load times of the dashboard at a given number of memories.
 
 A throw-away hub on a fresh embedded database is bulk-filled (ultron/bench/core.py's COPY loader), its tiers
 and hit counts spread as a used hub's are (10 % hot, 40 % warm, the rest cold; Zipf-like hits), its
@@ -252,7 +252,7 @@ def report(
     size: int, api_rows: list[tuple[str, float, float, int]], page_rows: list[tuple[str, float, float]]
 ) -> str:
     lines = [
-        f"ultron dashboard-bench: {size:,} memories, hash embedder, loopback HTTP, headless Chromium",
+        f"ultron bench dashboard: {size:,} memories, hash embedder, loopback HTTP, headless Chromium",
         "",
     ]
     lines.append(f"{'API call':<28} {'p50':>9} {'p95':>9} {'bytes':>9}")

@@ -1,4 +1,4 @@
-"""`ultron bench-ingest`: ingestion throughput with offline providers.
+"""`ultron bench ingest`: ingestion throughput with offline providers.
 
 Two workloads through the whole ingest path (parse, normalize, redact if on, store messages, heuristic
 segmentation, raw archive): one session of 10,000 messages, and 1,000 small session files sent in
@@ -141,7 +141,7 @@ def run_ingest_benchmark(args: argparse.Namespace) -> int:
     big_rate = args.messages / big_s
     small_rate = small_messages / small_s
     print(
-        f"ultron bench-ingest: hash embedder, heuristic LLM and segmentation, redaction "
+        f"ultron bench ingest: hash embedder, heuristic LLM and segmentation, redaction "
         f"{'on' if redaction else 'off'}; embedded Postgres"
     )
     print(f"{'workload':<34} {'seconds':>8} {'messages/s':>11} {'parse-only msg/s':>17} {'segments':>9}")

@@ -1,9 +1,9 @@
-"""`ultron bench-peers`: Ultron and mem0 side by side, one interleaved run, same corpus, same embedder.
+"""`ultron bench peers`: Ultron and mem0 side by side, one interleaved run, same corpus, same embedder.
 
 Both systems run in this process through their own Python APIs, on one embedded Postgres server (each
 size gets two scratch databases on it, one per system):
 
-- **Ultron**: the hub's `MemoryService` as `ultron bench` drives it (redaction on, heuristic LLM: type
+- **Ultron**: the hub's `MemoryService` as `ultron bench core` drives it (redaction on, heuristic LLM: type
   inference, L0/L1 summaries, the dedup probe under its advisory lock, cluster assignment,
   contributions; search is the hybrid statement: vector + full text, fused, re-ranked).
 - **mem0** (`mem0ai`, the optional extra `peers`): `Memory` with its `pgvector` store on the same server
@@ -36,7 +36,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 INSTALL_HINT = (
-    "ultron bench-peers needs mem0 (the optional extra 'peers'): pip install 'ultron[peers]' "
+    "ultron bench peers needs mem0 (the optional extra 'peers'): pip install 'ultron[peers]' "
     "(or pip install mem0ai==2.2.1)"
 )
 SEARCH_LIMIT = 10
@@ -341,7 +341,7 @@ def report_rows(pairs: list[Pair]) -> list[dict[str, Any]]:
 def format_report(rows: list[dict[str, Any]], dimension: int, uploads: int, searches: int) -> str:
     first = rows[0]
     lines = [
-        f"ultron bench-peers: Ultron (redaction {'on' if first['ultron_redaction'] else 'OFF'}) vs mem0 "
+        f"ultron bench peers: Ultron (redaction {'on' if first['ultron_redaction'] else 'OFF'}) vs mem0 "
         f"(infer=False, pgvector + HNSW, spaCy {'on' if first['mem0_spacy'] else 'off'}), one embedded "
         f"Postgres, {dimension}-d hash embedder for both; per size {uploads} uploads and {searches} searches "
         f"(top {SEARCH_LIMIT}) each, interleaved (Ultron, mem0, ... alternating who goes first)",

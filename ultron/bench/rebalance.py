@@ -1,4 +1,4 @@
-"""`ultron bench-rebalance`: time the tier rebalance statement at 100k and 1M memories.
+"""`ultron bench rebalance`: time the tier rebalance statement at 100k and 1M memories.
 
 The database is loaded as a live hub would look after its previous cycle: hit counts drawn from a
 Zipf-like law (a fifth never hit), last use within the TTL, tiers as the previous rebalance left them
@@ -233,7 +233,7 @@ def run(args: argparse.Namespace) -> int:
         finally:
             hub.close()
     print(
-        f"ultron bench-rebalance: one tenant per size, {args.dimension}-d vectors "
+        f"ultron bench rebalance: one tenant per size, {args.dimension}-d vectors "
         f"{'without an HNSW index' if args.no_hnsw else 'under HNSW'}, "
         f"server {'as given' if args.database_url else SERVER_SETTINGS}, "
         f"hot {settings.hot_percentile}% / warm {settings.warm_percentile}%, "

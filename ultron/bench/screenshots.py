@@ -1,4 +1,4 @@
-"""`ultron dashboard-screenshots DIR`: a PNG of every dashboard page, taken with headless Chromium.
+"""`ultron bench screenshots DIR`: a PNG of every dashboard page, taken with headless Chromium.
 
 Against a running hub (`--url`, `--api-key`), or against a throw-away hub on a fresh embedded database
 filled with demo data (`--demo`). Uses Playwright for Python with the system's Chromium (Debian's

@@ -1,4 +1,4 @@
-"""`ultron bench-start`: how fast the first hour feels -- `ultron --help`, a CLI search through a running
+"""`ultron bench start`: how fast the first hour feels -- `ultron --help`, a CLI search through a running
 hub, the MCP stdio handshake, and how many lines `ultron serve` prints before it is ready.
 
 Every figure is the median wall time of fresh processes, printed next to a baseline measured in the same

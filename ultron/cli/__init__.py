@@ -21,11 +21,14 @@ from ultron.bench.evaluation.retrieval import add_parser as add_eval_parser
 from ultron.bench.peers import add_parser as add_peers_bench_parser
 from ultron.bench.progress import progress_bar
 from ultron.bench.start import add_parser as add_start_bench_parser
+from ultron.cli import layout, memory_edit
 from ultron.cli import memory as memory_cli
 from ultron.cli.cluster_calibration import add_parser as add_cluster_calibration_parser
 from ultron.cli.db import add_parser as add_db_stop_parser  # `ultron db stop`
 from ultron.cli.groups import add_parser as add_groups_parser
 from ultron.cli.ingestion import add_commands as add_ingestion_commands
+from ultron.cli.layout import Routed, UltronParser
+from ultron.cli.serving import check_port, claim_data_dir
 from ultron.cli.skills import add_commands as add_skills_commands
 from ultron.cli.vault import add_commands as add_vault_commands
 from ultron.cli.worker import add_parsers as add_worker_parsers
@@ -164,6 +167,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     settings = _settings(args)
     configure_logging(settings.log_level, settings.log_json)  # before start-up logs anything
+    # Before the database opens (seconds): a clash is the first and only line printed.
+    claim = claim_data_dir(settings.data_dir.expanduser())
+    check_port(settings.host, settings.port)
     hub = Hub.open(settings)
     worker = None
     record = None
@@ -215,6 +221,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         if worker is not None:
             worker.close()
         hub.close()
+        if claim is not None:
+            claim.close()
     return 0
 
 
@@ -239,7 +247,7 @@ def banner(settings: Settings, url: str, keys: int, worker: bool, database: str)
         f"  auth       {auth}",
         f"  embedder   {settings.embedding_provider}{model}; LLM {settings.llm_provider}",
         "  worker     " + ("in this process" if worker else "not here (--no-worker): run `ultron worker`"),
-        "  CLI        `.venv/bin/ultron stats` finds this hub; Ctrl+C stops it",
+        "  CLI        `.venv/bin/ultron memory stats` finds this hub; Ctrl+C stops it",
     ]
     return "\n".join(lines)
 
@@ -300,7 +308,10 @@ def cmd_agents_revoke(args: argparse.Namespace) -> int:
 def cmd_memory_upload(args: argparse.Namespace) -> int:
     with _sdk(args) as client:
         result = client.upload(args.content, args.context, args.resolution, args.tag or [])
-    _print_json(result.model_dump(mode="json"))
+    if args.json:
+        _print_json(result.model_dump(mode="json"))
+    else:  # one line, as a search result is shown
+        memory_edit.print_record_line(result.record, f"{result.decision:<8}")
     return 0
 
 
@@ -349,15 +360,16 @@ def cmd_memory_search(args: argparse.Namespace) -> int:
 
 def cmd_memory_show(args: argparse.Namespace) -> int:
     with _sdk(args) as client:
-        record = client.get_memory(args.id)
+        record = client.get_memory(memory_edit.memory_id(client, args.id))
     _print_json(record.model_dump(mode="json"))
     return 0
 
 
 def cmd_memory_delete(args: argparse.Namespace) -> int:
     with _sdk(args) as client:
-        client.delete_memory(args.id)
-    print(f"deleted {args.id}")
+        target = memory_edit.memory_id(client, args.id)
+        client.delete_memory(target)
+    print(f"deleted {target}")
     return 0
 
 
@@ -587,9 +599,10 @@ def _add_remote(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ultron", description="Ultron: a shared memory hub for AI agents")
+    parser = UltronParser(prog="ultron", description="Ultron: a shared memory hub for AI agents")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
-    sub = parser.add_subparsers(dest="command", required=True)
+    top = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    sub = Routed(top, {})  # commands added under an old name (`bench-start`) land in their group
 
     p = sub.add_parser("serve", help="run the HTTP hub and its background worker")
     _add_common(p)
@@ -623,9 +636,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tenant", default="default")
     p.set_defaults(func=cmd_agents_revoke)
 
-    memory = sub.add_parser("memory", help="upload, search, show and delete memories").add_subparsers(
-        dest="memory_command", required=True
-    )
+    memory = layout.group(sub, "memory", "upload, search, show, edit and pin memories; stats")
     p = memory.add_parser("upload", help="upload one memory")
     _add_common(p)
     _add_remote(p)
@@ -633,6 +644,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--context", default="")
     p.add_argument("--resolution", default="")
     p.add_argument("--tag", action="append", help="repeatable")
+    p.add_argument("--json", action="store_true", help="print the whole result as JSON")
     p.set_defaults(func=cmd_memory_upload)
     p = memory.add_parser("search", help="search memories")
     _add_common(p)
@@ -659,16 +671,17 @@ def build_parser() -> argparse.ArgumentParser:
     p = memory.add_parser("show", help="show one memory in full (no hit counted)")
     _add_common(p)
     _add_remote(p)
-    p.add_argument("id")
+    p.add_argument("id", help="the memory's id, or its first 6+ characters")
     p.set_defaults(func=cmd_memory_show)
     p = memory.add_parser("delete", help="delete one memory for good")
     _add_common(p)
     _add_remote(p)
-    p.add_argument("id")
+    p.add_argument("id", help="the memory's id, or its first 6+ characters")
     p.set_defaults(func=cmd_memory_delete)
+    memory_edit.add_parsers(memory, _add_common, _add_remote)  # edit, pin, unpin, resolve, contributions
     memory_cli.add_parser(memory, _add_common, _add_remote)  # memory split, memory repair-merges
 
-    p = sub.add_parser("stats", help="memory counts by tier, type, status and scope")
+    p = memory.add_parser("stats", help="memory counts by tier, type, status and scope")
     _add_common(p)
     _add_remote(p)
     p.set_defaults(func=cmd_stats)
@@ -678,36 +691,38 @@ def build_parser() -> argparse.ArgumentParser:
     _add_remote(p)
     p.set_defaults(func=cmd_mcp)
 
-    db = sub.add_parser("db", help="database maintenance").add_subparsers(dest="db_command", required=True)
+    db = layout.group(sub, "db", "database maintenance: upgrade, backup, restore, reembed, stop")
     p = db.add_parser("upgrade", help="migrate the database to the newest schema")
     _add_admin(p)
     p.set_defaults(func=cmd_db_upgrade)
 
     add_db_stop_parser(db)
 
-    p = sub.add_parser("backup", help="dump the whole database to FILE (pg_dump, custom format)")
+    p = db.add_parser("backup", help="dump the whole database to FILE (pg_dump, custom format)")
     _add_admin(p)
     p.add_argument("file")
     p.set_defaults(func=cmd_backup)
-    p = sub.add_parser("restore", help="restore a backup in one transaction (stop the API and workers first)")
+    p = db.add_parser("restore", help="restore a backup in one transaction (stop the API and workers first)")
     _add_admin(p)
     p.add_argument("file")
     p.add_argument("--clean", action="store_true", help="replace an existing Ultron database's contents")
     p.set_defaults(func=cmd_restore)
 
-    p = sub.add_parser("reembed", help="move every memory to the configured embedding model")
+    p = db.add_parser("reembed", help="move every memory to the configured embedding model")
     _add_admin(p)
     p.add_argument("--batch-size", type=int, default=128)
     p.set_defaults(func=cmd_reembed)
 
-    p = sub.add_parser("dashboard-screenshots", help="a PNG of every dashboard page, via headless Chromium")
+    bench = layout.group(sub, "bench", "benchmarks: core upload/search, start-up, batch, peers, ...")
+    evals = layout.group(sub, "eval", "quality: retrieval, redaction, dedup and cluster calibration")
+    p = bench.add_parser("screenshots", help="a PNG of every dashboard page, via headless Chromium")
     _add_common(p)
     _add_remote(p)
     p.add_argument("dir", help="folder for the PNG files")
     p.add_argument("--demo", action="store_true", help="photograph a throw-away hub filled with demo data")
     p.add_argument("--query", default="postgres connection refused", help="the search page's query")
     p.set_defaults(func=cmd_dashboard_screenshots)
-    p = sub.add_parser("dashboard-bench", help="dashboard API and page-load times at N memories")
+    p = bench.add_parser("dashboard", help="dashboard API and page-load times at N memories")
     _add_common(p)
     p.add_argument("--size", type=int, default=100_000, help="memories to load, default 100000")
     p.add_argument("--repeat", type=int, default=20, help="calls per API endpoint")
@@ -715,14 +730,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--screenshots", help="also save a PNG of each timed page at that size in this folder")
     p.set_defaults(func=cmd_dashboard_bench)
 
-    p = sub.add_parser(
-        "dedup-calibration", help="dedup precision/recall of the active model at its thresholds"
-    )
+    p = evals.add_parser("dedup", help="dedup precision/recall of the active model at its thresholds")
     _add_common(p)
     p.add_argument("--split", choices=("heldout", "dev", "all"), default="heldout", help="pairs to report on")
     p.set_defaults(func=cmd_calibrate)
 
-    p = sub.add_parser("bench", help="upload and search benchmark (hash embedder, embedded Postgres)")
+    p = bench.add_parser("core", help="upload and search benchmark (hash embedder, embedded Postgres)")
     p.add_argument(
         "--database-url", dest="database_url", help="benchmark on this server instead (a new database)"
     )
@@ -740,20 +753,17 @@ def build_parser() -> argparse.ArgumentParser:
     add_batch_bench_parser(sub)
     add_concurrency_bench_parser(sub)
     add_start_bench_parser(sub)
-    add_peers_bench_parser(sub)  # `ultron bench-peers`
+    add_peers_bench_parser(sub)  # `ultron bench peers`
     add_cluster_bench_parser(sub)
     add_cluster_calibration_parser(sub)
     add_worker_parsers(sub, _add_common, _settings)
     add_ingestion_commands(sub, _add_common, _add_remote)
-    add_vault_commands(sub, _add_common)
+    add_vault_commands(sub, _add_common, _add_remote)
     add_skills_commands(sub, _add_common, _add_remote)
-    add_eval_parser(sub)
+    add_eval_parser(Routed(top, {"eval": evals}, {"eval": ("eval", "retrieval")}))
     add_groups_parser(sub)
 
-    privacy = sub.add_parser("privacy", help="redaction tools").add_subparsers(
-        dest="privacy_command", required=True
-    )
-    p = privacy.add_parser("eval", help="precision/recall of redaction on the labelled corpus")
+    p = evals.add_parser("privacy", help="precision/recall of redaction on the labelled corpus")
     p.add_argument("--corpus", help="JSONL corpus (default: the labelled one in the source tree)")
     p.add_argument("--repeat", type=int, default=3, help="timed passes over the corpus (0 skips timing)")
     p.add_argument(
@@ -811,14 +821,22 @@ def describe_error(exc: BaseException, args: argparse.Namespace) -> tuple[int, s
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(layout.rewrite_legacy(sys.argv[1:] if argv is None else argv))
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.WARNING, format="%(levelname)s %(message)s"
     )
     try:
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()  # here, where a closed pipe is handled, not at exit
+        return code
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader went away (`ultron ... | head`): what it wanted was printed. Point stdout at
+        # /dev/null so the interpreter's own flush at exit does not complain either.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
     except Exception as exc:
         if args.verbose:
             raise

@@ -1,4 +1,4 @@
-"""`ultron cluster-calibration`'s parser: it loads nothing heavy (the CLI's start-up stays fast); the work
+"""`ultron eval clusters`'s parser: it loads nothing heavy (the CLI's start-up stays fast); the work
 is in ultron/bench/cluster_calibration.py."""
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import ultron.cli as cli
+from ultron.cli.memory_edit import memory_id
 
 # Items per request: the endpoint's limit.
 BATCH_ITEMS = 500
@@ -18,7 +19,7 @@ BATCH_ITEMS = 500
 
 def cmd_split(args: argparse.Namespace) -> int:
     with cli._sdk(args) as client:
-        result = client.split_memory(args.memory_id, args.contribution_id)
+        result = client.split_memory(memory_id(client, args.memory_id), args.contribution_id)
     cli._print_json(result.model_dump(mode="json"))
     return 0
 
@@ -84,8 +85,10 @@ def add_parser(sub: Any, *common: Callable[[argparse.ArgumentParser], None]) -> 
     p = sub.add_parser("split", help="undo a merge: a contribution becomes its own memory again")
     for add in common:
         add(p)
-    p.add_argument("memory_id")
-    p.add_argument("contribution_id", type=int, help="from `GET /memories/{id}/contributions`")
+    p.add_argument("memory_id", help="the memory's id, or its first 6+ characters")
+    p.add_argument(
+        "contribution_id", type=int, help="the number `ultron memory contributions ID` shows on the left"
+    )
     p.set_defaults(func=cmd_split)
     p = sub.add_parser(
         "upload-batch",

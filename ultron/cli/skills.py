@@ -1,4 +1,4 @@
-"""Command line of the Skill Hub and knowledge clusters: `ultron skills ...`, `ultron clusters ...`.
+"""Command line of the Skill Hub and knowledge clusters: `ultron skills ...`, `ultron skills clusters ...`.
 
 Added to the parser by ultron/cli/__init__.py's build_parser. Each command works in-process (embedded or
 `--database-url`) or against a running hub (`--url`), through the SDK.
@@ -27,7 +27,8 @@ def cmd_skills_search(args: argparse.Namespace) -> int:
         print(f"{h.similarity:.4f}  {h.slug}@{h.version}  {h.name}: {h.description}")
     if not hits:
         print(
-            f"no skill matches {args.query!r} (skills grow from clusters of memories: `ultron clusters list`)"
+            f"no skill matches {args.query!r} "
+            "(skills grow from clusters of memories: `ultron skills clusters list`)"
         )
     return 0
 
@@ -38,6 +39,13 @@ def cmd_skills_list(args: argparse.Namespace) -> int:
     if args.json:
         cli._print_json([s.model_dump(mode="json") for s in skills])
         return 0
+    if not skills:
+        print(
+            "no more skills"
+            if args.offset
+            else "no skills yet: they grow from clusters of similar memories "
+            "as the worker runs (`ultron skills clusters list` shows them)"
+        )
     for s in skills:
         score = f"{s.score:.2f}" if s.score is not None else "-"
         print(f"{s.slug}@{s.version}  {s.status:<10} score={score}  {s.name}")

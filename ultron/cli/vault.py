@@ -1,9 +1,10 @@
-"""`ultron export markdown DIR` and `ultron import markdown DIR` (in-process, as one agent)."""
+"""`ultron export markdown DIR` and `ultron import markdown DIR`: through the hub as the caller's key (or
+`--local`, in-process as `--agent`), like every command; the files are written and read here."""
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -12,57 +13,16 @@ import ultron.cli as cli
 AddOptions = Callable[[argparse.ArgumentParser], None]
 
 
-def _run(args: argparse.Namespace, fn: Callable[..., Any]) -> Any:
-    # start-up: loaded when the command runs, not when the CLI builds its parser
-    from ultron.hub import Hub
-    from ultron.sdk._local import LocalBackend
-    from ultron.vault.markdown import Vault
-
-    hub = Hub.open(cli._settings(args))
-    try:
-        tenant = getattr(args, "tenant", None) or "default"
-        # --agent names an existing agent: a vault command never creates one (nor its tenant).
-        backend = LocalBackend(hub, agent=args.agent, tenant=tenant, owns_hub=False, create_agent=False)
-        vault = Vault(hub.memory)
-        with hub.db.session() as session:
-            return fn(vault, session, backend.actor, hub)
-    finally:
-        hub.close()
-
-
-SKILL_PAGE = 100
-
-
-def tenant_skills(hub: Any, session: Any, actor: Any, written: list[str]) -> Iterator[tuple[str, str]]:
-    """(slug, SKILL.md) of the latest version of every active skill of the tenant, a page at a time."""
-    if getattr(hub, "skills", None) is None:
-        return
-    offset = 0
-    while True:
-        page = hub.skills.list_skills(
-            session, actor.tenant_id, status="active", limit=SKILL_PAGE, offset=offset
-        )
-        for summary in page:
-            skill = hub.skills.latest(session, actor.tenant_id, summary.slug, summary.version)
-            written.append(summary.slug)
-            yield summary.slug, hub.skills.skill_md(skill)
-        if len(page) < SKILL_PAGE:
-            return
-        offset += SKILL_PAGE
-
-
 def cmd_export_markdown(args: argparse.Namespace) -> int:
-    skills: list[str] = []
-    report = _run(
-        args,
-        lambda v, s, a, hub: v.export(s, a, Path(args.directory), tenant_skills(hub, s, a, skills)),
-    )
-    print(f"{report.summary('exported')} and {len(skills)} skills to {args.directory}")
+    with cli._sdk(args) as client:
+        memories, skills = client.export_markdown(args.directory)
+    print(f"exported {memories} memories and {skills} skills to {args.directory}")
     return 0
 
 
 def cmd_import_markdown(args: argparse.Namespace) -> int:
-    report = _run(args, lambda v, s, a, _hub: v.import_(s, a, Path(args.path)))
+    with cli._sdk(args) as client:
+        report = client.import_markdown(args.path)
     print(report.summary("imported"))
     for line in report.skipped:
         print(f"  skipped {line}")
@@ -77,14 +37,14 @@ def _subparsers(sub: Any, name: str, help_text: str, dest: str) -> Any:
     return sub.add_parser(name, help=help_text).add_subparsers(dest=dest, required=True)
 
 
-def add_commands(sub: Any, add_common: AddOptions) -> None:
+def add_commands(sub: Any, add_common: AddOptions, add_remote: AddOptions) -> None:
     exports = _subparsers(sub, "export", "export memories", "export_command")
     p = exports.add_parser(
         "markdown", help="write a Markdown vault (Obsidian-compatible), one file per memory"
     )
     add_common(p)
+    add_remote(p)
     p.add_argument("directory")
-    p.add_argument("--agent", default=None, help="export what this agent may see (default: the local agent)")
     p.set_defaults(func=cmd_export_markdown)
     imports = _subparsers(sub, "import", "import memories", "import_command")
     if "markdown" in imports.choices:
@@ -97,8 +57,8 @@ def add_commands(sub: Any, add_common: AddOptions) -> None:
         "markdown", help="read a Markdown vault back (same ids; updates existing memories)"
     )
     add_common(p)
+    add_remote(p)
     p.add_argument("path", metavar="DIRECTORY")
-    p.add_argument("--agent", default=None, help="import as this agent (default: the local agent)")
     p.set_defaults(func=cmd_import_markdown)
 
 

@@ -1,4 +1,4 @@
-"""`ultron worker [--once]`, `ultron worker status` and `ultron bench-rebalance`."""
+"""`ultron worker [--once]`, `ultron worker status` and `ultron bench rebalance`."""
 
 from __future__ import annotations
 
@@ -89,7 +89,8 @@ def _print_status(args: argparse.Namespace, *, as_json: bool) -> int:
         print(f"  {d.queue:<8} tenant {d.tenant_id}  {d.ready} / {d.waiting} / {d.leased} / {d.parked}")
     print("recent runs:")
     for r in status.runs:
-        took = f"{(r.finished_at - r.started_at).total_seconds():.2f}s" if r.finished_at else "..."
+        # the two times come from different clocks (the worker's, the database's): never print -0.00s
+        took = f"{max(0.0, (r.finished_at - r.started_at).total_seconds()):.2f}s" if r.finished_at else "..."
         print(
             f"  {r.started_at:%Y-%m-%d %H:%M:%S} {r.step:<12} {r.status:<12} {took:>8} {json.dumps(r.counts)}"
         )

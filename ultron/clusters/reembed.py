@@ -1,5 +1,5 @@
-"""`ultron reembed`'s pass over clusters (ultron/cli/reembed.py runs every domain's pass in one transaction):
-nothing is cleared, so nothing has to be re-clustered or crystallized again under a new slug."""
+"""`ultron db reembed`'s pass over clusters (ultron/cli/reembed.py runs every domain's pass in one
+transaction): nothing is cleared, so nothing has to be re-clustered or crystallized again under a new slug."""
 
 from __future__ import annotations
 

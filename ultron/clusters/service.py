@@ -4,7 +4,7 @@ A new memory joins the cluster to whose members it is closest on average -- its 
 `join_score`, the inner product with their exact mean -- when that reaches `settings.cluster_threshold`,
 else it starts a cluster. Not the cosine to the mean's direction: the mean of many different vectors is
 short and points at what they have in common, so its direction is close to everything of the same domain and
-one catch-all cluster swallowed every topic (measured with `ultron cluster-calibration`, docs/skills.md).
+one catch-all cluster swallowed every topic (measured with `ultron eval clusters`, docs/skills.md).
 The average cosine does not grow as a cluster spreads. Candidates come from one HNSW probe on the indexed
 `centroid` (`nearest_clusters`); the join is decided on the exact mean, re-read under the cluster's row
 lock. A new cluster is not indexed by the upload that starts it: until the worker indexes it
@@ -53,7 +53,7 @@ CENTROID_DRIFT_COSINE = 0.999
 # A skill is distilled from its cluster's core: members whose average cosine to the other members is
 # at least the join threshold plus this margin. A member that joined a cluster when its mean was
 # elsewhere, or sits on the border of two topics, stays a member but is not cited (measured on the topic
-# set with `ultron cluster-calibration`, the "mixed core" column; docs/skills.md).
+# set with `ultron eval clusters`, the "mixed core" column; docs/skills.md).
 CORE_MARGIN = 0.005
 PROBE_CANDIDATES = 4  # HNSW candidates re-ranked on the exact mean (the walk computes ef_search anyway)
 # A new cluster is not put into the HNSW index by the upload that starts it (an HNSW insertion costs about

@@ -16,7 +16,7 @@ HNSW_EF_CONSTRUCTION = 64
 
 # The Skill Hub's vectors share the profile (migrations 0005, 0007): cluster centroids and skills are
 # searched through HNSW; a cluster's exact mean and a member's join vector are not indexed. After a
-# re-embed (clear=True) `ultron reembed` recomputes them all (ultron/cli/reembed.py).
+# re-embed (clear=True) `ultron db reembed` recomputes them all (ultron/cli/reembed.py).
 EXTRA_VECTORS = (
     ("knowledge_clusters", "centroid"),
     ("knowledge_clusters", "mean"),
@@ -111,7 +111,7 @@ def ensure_profile(engine: Engine, wanted: Profile) -> Profile:
             f"this database was built with embedding model {current.model_name!r} "
             f"({current.dimension} dimensions) but the hub is configured for {wanted.model_name!r} "
             f"({wanted.dimension} dimensions). Configure the original model again, or move every "
-            f"memory to the new one with `ultron reembed`."
+            f"memory to the new one with `ultron db reembed`."
         )
     return current
 

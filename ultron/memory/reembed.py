@@ -1,4 +1,4 @@
-"""Re-embedding rows with a new model (`ultron reembed`, ultron/cli/reembed.py, runs it for every domain in
+"""Re-embedding rows with a new model (`ultron db reembed`, ultron/cli/reembed.py, runs it for every domain in
 one transaction): the keyset walk over a table, and the memories' own pass."""
 
 from __future__ import annotations

@@ -12,8 +12,8 @@ relevant memory stands out of the crowd, an unrelated one is its head); content_
 IDF of the query's terms beyond the names it mentions that the memory holds (a name selects the memories
 about someone, it is no evidence that the question about them is answered; a query of names only uses all
 its terms); center / gain: the model's cosine scale. The two weights and the local model's floor are
-fitted by `ultron eval --suite sweep` on both development sets (docs/ranking.md). A search flags results
-under the floor `low`.
+fitted by `ultron eval retrieval --suite sweep` on both development sets (docs/ranking.md). A search flags
+results under the floor `low`.
 """
 
 from __future__ import annotations

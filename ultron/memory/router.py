@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ultron.memory.batch import check_items, summarize
 from ultron.memory.filters import FILTER_FIELDS, SearchFilters, search_filters
+from ultron.memory.prefix import ids_with_prefix
 from ultron.memory.schemas import (
     Contribution,
     DetailLevel,
@@ -146,6 +147,13 @@ def memory_details(body: DetailsRequest, unit: UnitDep, memory: MemoryDep) -> De
 @router.get("/stats", response_model=MemoryStats)
 def memory_stats(unit: UnitDep, memory: MemoryDep) -> MemoryStats:
     return unit.read(memory.stats)
+
+
+@router.get("/by-prefix/{prefix}", response_model=list[UUID])
+def memory_ids_by_prefix(prefix: str, unit: UnitDep) -> list[UUID]:
+    """Ids (at most 10) of the memories you may see that start with `prefix` (6+ hex characters): how a
+    short id (`dc066691`) becomes a full one. More than one means the prefix is ambiguous."""
+    return unit.read(lambda s, a: ids_with_prefix(s, a, prefix))
 
 
 @router.get("/{memory_id}", response_model=MemoryRecord)

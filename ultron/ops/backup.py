@@ -1,4 +1,4 @@
-"""`ultron backup FILE` / `ultron restore FILE`: pg_dump and pg_restore in the custom format.
+"""`ultron db backup FILE` / `ultron db restore FILE`: pg_dump and pg_restore in the custom format.
 
 The client programs come from the embedded server's package (the same PostgreSQL major as the embedded
 server, new enough to dump any older server); a PATH install is the fallback. The password travels in
@@ -19,7 +19,7 @@ from sqlalchemy.engine import make_url
 from ultron.config import Settings
 from ultron.db.engine import Database, resolve_url
 from ultron.db.migrate import current_revision, head_revision
-from ultron.errors import Conflict, UltronError
+from ultron.errors import Conflict, UltronError, ValidationFailed
 
 # Tables whose rows are reported after a backup or restore: a quick "is it all there?" for the operator.
 SUMMARY_TABLES = ("tenants", "agents", "memories", "memory_contributions")
@@ -94,6 +94,14 @@ def _open(settings: Settings) -> Database:
 def backup(settings: Settings, path: Path) -> DumpReport:
     """Dump the whole database to `path` (custom format; written beside it, then renamed into place)."""
     path = path.expanduser()
+    if not path.parent.is_dir():  # before pg_dump, whose own message names its temporary file
+        raise ValidationFailed(
+            f"cannot write {path}: the folder {path.parent} does not exist (create it first)"
+        )
+    if path.is_dir():
+        raise ValidationFailed(
+            f"{path} is a folder: give a file name for the backup, e.g. {path}/ultron.dump"
+        )
     db = _open(settings)
     try:
         revision, rows = _summary(db)

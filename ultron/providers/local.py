@@ -13,7 +13,7 @@ from ultron.providers.base import EmbedKind, ProviderError, normalize_rows
 
 PROVIDER = "local"
 # The prefix scheme is part of the model's name in the database (embedding_profile), so a store embedded
-# under the other scheme is detected and `ultron reembed` moves it. "query": memories and queries both get
+# under the other scheme is detected and `ultron db reembed` moves it. "query": memories and queries both get
 # e5's "query: " prefix (its advice for symmetric tasks; on the calibration set dedup ROC-AUC 0.918 vs
 # 0.841 and developer-suite MRR 0.877 vs 0.812 over "passage: " documents). "passage": stored texts get
 # "passage: " and searches "query: " (e5's asymmetric retrieval advice; dense-only conversation recall

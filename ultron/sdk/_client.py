@@ -23,6 +23,7 @@ from ultron.memory.schemas import (
     UploadRequest,
     UploadResult,
 )
+from ultron.vault.files import VaultReport, read_files, write_files
 
 if TYPE_CHECKING:  # loaded where used: a CLI search needs the memory schemas and nothing else
     from ultron.clusters.schemas import ClusterDetail, ClusterSummary
@@ -225,6 +226,10 @@ class Ultron:
     def get_memory(self, memory_id: UUID | str) -> MemoryRecord:
         return self._backend.get(_uuid(memory_id))
 
+    def find_memory_ids(self, prefix: str) -> list[UUID]:
+        """Ids of the memories you may see starting with `prefix` (6+ hex characters; at most 10)."""
+        return self._backend.ids_with_prefix(prefix)
+
     def get_thread(self, memory_id: UUID | str, span: int = 2) -> list[MemoryRecord]:
         """The memory with its neighbouring turns of the same conversation (position within span)."""
         return self._backend.thread(_uuid(memory_id), span)
@@ -244,6 +249,29 @@ class Ultron:
 
     def get_memory_stats(self) -> MemoryStats:
         return self._backend.stats()
+
+    def export_markdown(self, directory: str | os.PathLike[str]) -> tuple[int, int]:
+        """Write the Markdown vault of what you may see into `directory` (written here, rendered by the
+        hub); returns (memories, skills) written."""
+        memories = skills = 0
+        after: str | None = None
+        while True:
+            page = self._backend.vault_export_page(after)
+            files = [(f.path, f.text) for f in page.files]
+            write_files(Path(directory), files)
+            skills += sum(1 for p, _ in files if p.startswith("skills/"))
+            memories += sum(1 for p, _ in files if not p.startswith(("skills/", "entities/")))
+            if page.next is None:
+                return memories, skills
+            after = page.next
+
+    def import_markdown(self, directory: str | os.PathLike[str]) -> VaultReport:
+        """Create or update the memories of a Markdown vault (same ids), read here, stored by the hub."""
+        report = VaultReport()
+        for chunk in read_files(Path(directory)):
+            done = self._backend.vault_import(chunk)
+            report.add(VaultReport(created=done.created, updated=done.updated, skipped=done.skipped))
+        return report
 
     # --- companion memory ----------------------------------------------------------------------
 

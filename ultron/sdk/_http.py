@@ -49,6 +49,7 @@ from ultron.skills.schemas import (
     SkillUploadResult,
 )
 from ultron.trajectory.schemas import SegmentInfo, SessionInfo
+from ultron.vault.schemas import ExportPage, ImportResult
 from ultron.worker.status import WorkerStatus
 
 IMPORT_POLL_SECONDS = 0.5
@@ -152,6 +153,16 @@ class HttpBackend:
 
     def get(self, memory_id: UUID) -> MemoryRecord:
         return MemoryRecord.model_validate(self._request("GET", f"/memories/{memory_id}"))
+
+    def vault_export_page(self, after: str | None) -> ExportPage:
+        return ExportPage.model_validate(self._request("POST", "/vault/export", json={"after": after}))
+
+    def vault_import(self, files: list[tuple[str, str]]) -> ImportResult:
+        body = {"files": [{"path": p, "text": t} for p, t in files]}
+        return ImportResult.model_validate(self._request("POST", "/vault/import", json=body))
+
+    def ids_with_prefix(self, prefix: str) -> list[UUID]:
+        return [UUID(i) for i in self._request("GET", f"/memories/by-prefix/{quote(prefix, safe='')}")]
 
     def thread(self, memory_id: UUID, span: int) -> list[MemoryRecord]:
         data = self._request("GET", f"/memories/{memory_id}/thread", params={"span": span})

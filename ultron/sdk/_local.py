@@ -27,6 +27,7 @@ from ultron.ingestion.schemas import (
     IngestTextResult,
 )
 from ultron.memory.batch import check_items, summarize
+from ultron.memory.prefix import ids_with_prefix
 from ultron.memory.schemas import (
     Contribution,
     MemoryPatch,
@@ -49,6 +50,8 @@ from ultron.skills.schemas import (
 from ultron.tenancy import Actor, ensure_tenant, local_actor, member_groups
 from ultron.trajectory import views
 from ultron.trajectory.schemas import SegmentInfo, SessionInfo
+from ultron.vault.exchange import export_page, import_files
+from ultron.vault.schemas import ExportPage, ImportResult, VaultFile
 from ultron.worker.status import WorkerStatus, worker_status
 
 T = TypeVar("T")
@@ -117,6 +120,16 @@ class LocalBackend:
 
     def get(self, memory_id: UUID) -> MemoryRecord:
         return self._run(lambda s, a: self.hub.memory.get(s, a, memory_id), read=True)
+
+    def vault_export_page(self, after: str | None) -> ExportPage:
+        return self._run(lambda s, a: export_page(self.hub.memory, self.hub.skills, s, a, after), read=True)
+
+    def vault_import(self, files: list[tuple[str, str]]) -> ImportResult:
+        chunk = [VaultFile(path=p, text=t) for p, t in files]
+        return self._run(lambda s, a: import_files(self.hub.memory, s, a, chunk))
+
+    def ids_with_prefix(self, prefix: str) -> list[UUID]:
+        return self._run(lambda s, a: ids_with_prefix(s, a, prefix), read=True)
 
     def thread(self, memory_id: UUID, span: int) -> list[MemoryRecord]:
         return self._run(lambda s, a: self.hub.memory.thread(s, a, memory_id, span), read=True)

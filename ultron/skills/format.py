@@ -72,7 +72,7 @@ class SkillDoc:
 
 
 def embedding_text(name: str, description: str, body: str) -> str:
-    """What a skill is embedded from (publishing and `ultron reembed` must agree)."""
+    """What a skill is embedded from (publishing and `ultron db reembed` must agree)."""
     return f"{name}\n{description}\n{body}"
 
 

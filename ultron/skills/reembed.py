@@ -1,4 +1,5 @@
-"""`ultron reembed`'s pass over skills (ultron/cli/reembed.py runs every domain's pass in one transaction)."""
+"""`ultron db reembed`'s pass over skills (ultron/cli/reembed.py runs every domain's pass in one
+transaction)."""
 
 from __future__ import annotations
 

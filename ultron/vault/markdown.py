@@ -12,11 +12,9 @@ exported: they belong to one embedding model), and runs redaction again before a
 
 from __future__ import annotations
 
-import os
 import re
 import unicodedata
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -35,10 +33,9 @@ from ultron.memory.schemas import Scope, Status, Tier
 from ultron.memory.service import MemoryService, content_hash, visible_to
 from ultron.memory.text import STORED_TYPES
 from ultron.tenancy import Actor
+from ultron.vault.files import MAX_FILE_BYTES, SKIPPED, VaultReport, read_files, write_files
 
 PAGE_SIZE = 500
-# A vault file larger than this is not a memory (the hub caps a field at max_field_chars).
-MAX_FILE_BYTES = 1_000_000
 SLUG_CHARS = 60
 FRONT = "---\n"
 
@@ -72,22 +69,6 @@ class FrontMatter(BaseModel):
     redacted_entities: dict[str, int] = Field(default_factory=dict)
 
 
-@dataclass
-class VaultReport:
-    written: int = 0
-    created: int = 0
-    updated: int = 0
-    skipped: list[str] = field(default_factory=list)
-
-    def summary(self, verb: str) -> str:
-        parts = [f"{verb} {self.written or self.created + self.updated} memories"]
-        if self.created or self.updated:
-            parts.append(f"({self.created} new, {self.updated} updated)")
-        if self.skipped:
-            parts.append(f"{len(self.skipped)} skipped")
-        return " ".join(parts)
-
-
 def slug(text: str) -> str:
     """A file-name-safe slug: letters and digits of any script, dashes; never a path."""
     text = unicodedata.normalize("NFKC", text)
@@ -98,13 +79,6 @@ def slug(text: str) -> str:
 def safe_name(name: str) -> str:
     """A skill or folder name reduced to one safe path component."""
     return slug(name.replace("..", "-"))
-
-
-def _inside(root: Path, path: Path) -> Path:
-    resolved = path.resolve()
-    if resolved != root and root not in resolved.parents:
-        raise ValidationFailed(f"{path} is outside the vault {root}")
-    return resolved
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -167,9 +141,10 @@ class Vault:
 
     # --- export --------------------------------------------------------------------------------
 
-    def _pages(self, session: Session, actor: Actor) -> Iterator[list[tuple[Memory, str | None]]]:
-        """Every memory this agent may see, in (created_at, id) keyset pages."""
-        after: tuple[datetime, UUID] | None = None
+    def _pages(
+        self, session: Session, actor: Actor, after: tuple[datetime, UUID] | None = None
+    ) -> Iterator[list[tuple[Memory, str | None]]]:
+        """Every memory this agent may see after `after`, in (created_at, id) keyset pages."""
         while True:
             stmt = (
                 select(Memory, Agent.name)
@@ -187,6 +162,28 @@ class Vault:
             after = (page[-1][0].created_at, page[-1][0].id)
             session.expunge_all()
 
+    @staticmethod
+    def _memory_file(memory: Memory, agent: str | None) -> tuple[str, str]:
+        folder = memory.memory_type if memory.memory_type in STORED_TYPES else "other"
+        return f"{folder}/{slug(memory.summary_l0 or memory.content)}-{memory.id}.md", render(memory, agent)
+
+    def export_page(
+        self, session: Session, actor: Actor, after: tuple[datetime, UUID] | None
+    ) -> tuple[list[tuple[str, str]], tuple[datetime, UUID] | None]:
+        """One page of (vault path, file text) after the cursor, and the next cursor (None: the last)."""
+        page = next(self._pages(session, actor, after), [])
+        files = [self._memory_file(m, agent) for m, agent in page]
+        last = (page[-1][0].created_at, page[-1][0].id) if len(page) == PAGE_SIZE else None
+        return files, last
+
+    def extra_files(
+        self, session: Session, actor: Actor, skills: Iterable[tuple[str, str]] = ()
+    ) -> list[tuple[str, str]]:
+        """The entity pages and the given (name, SKILL.md) pairs, as (vault path, file text)."""
+        files = list(self._entity_pages(session, actor))
+        files += [(f"skills/{safe_name(name)}/SKILL.md", text) for name, text in skills]
+        return files
+
     def export(
         self,
         session: Session,
@@ -196,24 +193,13 @@ class Vault:
     ) -> VaultReport:
         """Write every memory the agent may see (archived ones too) and the given (name, SKILL.md) pairs."""
         root = directory.expanduser().resolve()
-        root.mkdir(parents=True, exist_ok=True)
         report = VaultReport()
         for page in self._pages(session, actor):
-            for memory, agent in page:
-                folder = memory.memory_type if memory.memory_type in STORED_TYPES else "other"
-                name = f"{slug(memory.summary_l0 or memory.content)}-{memory.id}.md"
-                path = _inside(root, root / folder / name)
-                path.parent.mkdir(exist_ok=True)
-                path.write_text(render(memory, agent), encoding="utf-8")
-                report.written += 1
-        self._entity_pages(session, actor, root)
-        for skill_name, text in skills:
-            path = _inside(root, root / "skills" / safe_name(skill_name) / "SKILL.md")
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
+            report.written += write_files(root, [self._memory_file(m, agent) for m, agent in page])
+        write_files(root, self.extra_files(session, actor, skills))
         return report
 
-    def _entity_pages(self, session: Session, actor: Actor, root: Path) -> None:
+    def _entity_pages(self, session: Session, actor: Actor) -> Iterator[tuple[str, str]]:
         """`entities/<kind>/<name>.md` per person, place and project, linking the memories that name it
         (only memories the agent may see; entity rows streamed in name order, one page open at a time)."""
         stmt = (
@@ -233,56 +219,48 @@ class Vault:
         current: tuple[str, str] | None = None
         lines: list[str] = []
 
-        def flush() -> None:
-            if current is None:
-                return
+        def page() -> tuple[str, str]:
+            assert current is not None
             kind, name = current
-            path = _inside(root, root / "entities" / kind / f"{safe_name(name)}.md")
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(f"# {name}\n\n{kind}, named in:\n\n" + "\n".join(lines) + "\n", encoding="utf-8")
+            text = f"# {name}\n\n{kind}, named in:\n\n" + "\n".join(lines) + "\n"
+            return f"entities/{kind}/{safe_name(name)}.md", text
 
         for kind, name, memory_id, memory_type, summary, content in session.execute(stmt):
             if (kind, name) != current:
-                flush()
+                if current is not None:
+                    yield page()
                 current, lines = (kind, name), []
             folder = memory_type if memory_type in STORED_TYPES else "other"
-            page = f"{slug(summary or content)}-{memory_id}.md"
-            lines.append(f"- [{(summary or content)[:80]}](../../{folder}/{page})")
-        flush()
+            name_md = f"{slug(summary or content)}-{memory_id}.md"
+            lines.append(f"- [{(summary or content)[:80]}](../../{folder}/{name_md})")
+        if current is not None:
+            yield page()
 
     # --- import --------------------------------------------------------------------------------
 
-    def _files(self, root: Path) -> Iterator[Path]:
-        for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-            here = Path(dirpath)
-            # Hidden folders (.obsidian, .trash) hold settings, not memories; skills are the skill hub's.
-            dirnames[:] = sorted(
-                d
-                for d in dirnames
-                if not d.startswith(".") and not (here == root and d in ("skills", "entities"))
-            )
-            for name in sorted(filenames):
-                path = here / name
-                if name.endswith(".md") and not path.is_symlink():
-                    yield path
-
     def import_(self, session: Session, actor: Actor, directory: Path) -> VaultReport:
         """Create or update the memories of a vault (same ids), as this agent."""
-        root = directory.expanduser().resolve()
-        if not root.is_dir():
-            raise ValidationFailed(f"{directory} is not a directory")
         report = VaultReport()
-        for path in self._files(root):
-            rel = path.relative_to(root)
+        for chunk in read_files(directory):
+            report.add(self.import_files(session, actor, chunk))
+        return report
+
+    def import_files(self, session: Session, actor: Actor, files: Iterable[tuple[str, str]]) -> VaultReport:
+        """Store (vault path, file text) pairs; a file that cannot be read or stored is skipped with why
+        (each in its own savepoint: the others are kept). A text that starts with SKIPPED is a file the
+        reader could not read, with its reason."""
+        report = VaultReport()
+        for rel, text in files:
             try:
-                _inside(root, path)
-                if path.stat().st_size > MAX_FILE_BYTES:
+                if text.startswith(SKIPPED):
+                    raise ValidationFailed(text.removeprefix(SKIPPED))
+                if len(text.encode("utf-8")) > MAX_FILE_BYTES:
                     raise ValidationFailed(f"larger than {MAX_FILE_BYTES} bytes")
-                front, content = parse(path.read_text(encoding="utf-8"))
+                front, content = parse(text)
                 with session.begin_nested():
                     created = self._store(session, actor, front, content)
-            except (UltronError, UnicodeDecodeError) as exc:
-                report.skipped.append(f"{rel}: {getattr(exc, 'detail', exc)}")
+            except UltronError as exc:
+                report.skipped.append(f"{rel}: {exc.detail}")
                 continue
             if created:
                 report.created += 1

@@ -399,7 +399,7 @@ class Worker:
     def run_forever(self) -> None:
         """Until stop(): a full cycle every decay_interval_hours, queue drains on NOTIFY or poll."""
         period = self.settings.decay_interval_hours * 3600.0
-        next_cycle = time.monotonic()
+        next_cycle = time.monotonic() + self._until_cycle_due(period)
         with self._presence():
             try:
                 self._ensure_listener()
@@ -414,6 +414,13 @@ class Worker:
                         self.wakeups += 1
             finally:
                 self._close_listener()
+
+    def _until_cycle_due(self, period: float) -> float:
+        """Seconds until the full cycle is due by its period, counted from the last one recorded (any
+        worker's, before a restart too): a restart alone never re-tiers memories."""
+        with self.db.session() as session:
+            since = session.execute(q("seconds_since_full_cycle")).scalar()
+        return 0.0 if since is None else max(0.0, period - float(since))
 
     def wait_for_work(self, seconds: float) -> bool:
         """Sleep up to `seconds`; True as soon as a NOTIFY arrives, False on timeout or stop."""

@@ -1,4 +1,4 @@
-"""`ultron eval --suite conversations`: long two-person chats, the hub beside BM25 and dense-only.
+"""`ultron eval retrieval --suite conversations`: long two-person chats, the hub beside BM25 and dense-only.
 
 The set (data/conversations.jsonl, built by convgen.py from the scripts beside it) holds three long
 multi-session conversations (two English, one Chinese) and questions with the turns that answer them:
@@ -297,7 +297,8 @@ def run(settings: Settings, turns: list[Turn], questions: list[Question]) -> dic
 def format_report(out: dict[str, Any]) -> str:
     info = out["info"]
     lines = [
-        f"ultron eval --suite conversations: {info['turns']} turns (stored as {info['memories']} memories), "
+        f"ultron eval retrieval --suite conversations: {info['turns']} turns "
+        f"(stored as {info['memories']} memories), "
         f"{info['questions']} questions; embedder {info['embedder']}; load {info['load_seconds']} s, "
         f"{info['search_ms']} ms/question (hub search)",
         f"{'group':<14} {'system':<6} {'n':>4} {'R@1':>6} {'R@5':>6} {'R@10':>6} {'MRR':>6}",

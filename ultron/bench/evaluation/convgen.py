@@ -13,7 +13,7 @@ Each script (data/conversations_*.txt) is one long chat between two people over 
 Real chats also hold greetings, thanks and goodbyes that answer nothing: the builder adds a few of them
 to every session (deterministically, from the pools below), so the store has the small talk a real
 import has. Turns are one minute apart within a session. Run `python -m ultron.bench.evaluation.convgen` to
-rebuild the JSONL after editing a script; the JSONL is committed and is what `ultron eval` reads.
+rebuild the JSONL after editing a script; the JSONL is committed and is what `ultron eval retrieval` reads.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`ultron eval`: retrieval quality on the shipped set, so ranking changes are judged by numbers.
+"""`ultron eval retrieval`: retrieval quality on the shipped set, so ranking changes are judged by numbers.
 
 The set (data/retrieval_eval.jsonl) holds 160 memories and 207 queries in English and Chinese, each with
 the id of the memory it should find; `note` says what kind of query it is (keyword, paraphrase,
@@ -261,7 +261,7 @@ def main(args: argparse.Namespace) -> int:
         print(json.dumps({"info": info, "groups": out}, ensure_ascii=False, indent=2))
         return 0
     print(
-        f"ultron eval: {info['queries']} queries over {info['memories']} memories; "
+        f"ultron eval retrieval: {info['queries']} queries over {info['memories']} memories; "
         f"embedder {info['embedder']}; heuristic LLM; search limit {SEARCH_LIMIT}; "
         f"load {info['load_seconds']} s, {info['search_ms']} ms/query"
     )

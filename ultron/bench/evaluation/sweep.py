@@ -1,4 +1,4 @@
-"""`ultron eval --suite sweep`: pick the fusion settings by measurement on both development sets.
+"""`ultron eval retrieval --suite sweep`: pick the fusion settings by measurement on both development sets.
 
 Loads the conversation suite and the developer suite once each (scratch databases, the real upload
 paths), then runs every question of both through the hub's search under each candidate setting and
