@@ -28,6 +28,8 @@ _CODE = re.compile(
     r"export|set|add|copy|run)\b",
     re.IGNORECASE | re.MULTILINE,
 )
+# Names a fix acts on: an instruction or variable (ARG, BUILD_DATE), an identifier (lock_timeout), a call.
+_NAMED = re.compile(r"\b[A-Z][A-Z0-9_]{2,}\b|\b[a-z]+_[a-z0-9_]+\b|\w\(\)")
 _WORDS = re.compile(r"[a-z][a-z0-9_]{2,}")
 
 
@@ -67,7 +69,7 @@ def compact_fix(resolution: str) -> str:
 
 def is_concrete(fix: str) -> bool:
     """A diff, a command, a file or a setting: something another agent can apply."""
-    return bool(_CODE.search(fix))
+    return bool(_CODE.search(fix) or _NAMED.search(fix))
 
 
 def shared_problem(members: list[dict[str, Any]]) -> bool:
