@@ -30,6 +30,7 @@ _CODE = re.compile(
 )
 # Names a fix acts on: an instruction or variable (ARG, BUILD_DATE), an identifier (lock_timeout), a call.
 _NAMED = re.compile(r"\b[A-Z][A-Z0-9_]{2,}\b|\b[a-z]+_[a-z0-9_]+\b|\w\(\)")
+_HUNK_FILE = re.compile(r"^@@ (\S+) @@$")
 _WORDS = re.compile(r"[a-z][a-z0-9_]{2,}")
 
 
@@ -54,8 +55,10 @@ def compact_fix(resolution: str) -> str:
         return resolution.strip()
     out: list[str] = []
     for line in resolution.splitlines():
-        if line.startswith("+++ "):
-            out.append(f"in `{_short_path(line[4:].removeprefix('b/'))}`:")
+        header = _HUNK_FILE.match(line)
+        if line.startswith("+++ ") or header:
+            path = header.group(1) if header else line[4:].removeprefix("b/")
+            out.append(f"in `{_short_path(path)}`:")
         elif line.startswith(("--- ", "@@")):
             continue
         elif line.startswith(("-", "+")) and line[1:].strip():

@@ -101,7 +101,10 @@ def edit_of(call: dict[str, Any]) -> str:
     old = args.get("old_str", args.get("old_string"))
     new = args.get("new_str", args.get("new_string"))
     if isinstance(new, str) and (isinstance(old, str) or old is None):
-        lines = [f"--- a/{path.lstrip('/')}", f"+++ b/{path.lstrip('/')}", "@@"]
+        # a hunk headed by the file's last two parts: the `--- a/` `+++ b/` pair every hunk shares made
+        # memories of different problems look alike to the embedder
+        short = "/".join([p for p in path.split("/") if p][-2:])
+        lines = [f"@@ {short} @@"]
         lines += [f"-{x}" for x in (old or "").splitlines()] + [f"+{x}" for x in new.splitlines()]
         return "\n".join(lines)
     for key in ("patch", "diff", "input"):

@@ -4,7 +4,7 @@ With an LLM the segment's transcript goes through MemoryIntelligence.extract. Of
 segment, built from what the session shows (ultron/trajectory/evidence.py):
 
 - content: the task's own statement (the harness's repeated lines stripped) and the error lines met;
-- context: the task's first line, the files changed and the command that verified the fix;
+- context: the task's first line;
 - resolution: the fix -- the diff hunks or edit commands since the last failed check -- and that command.
 
 Each field keeps its most telling part within budget: the errors and the fix are never cut to make room for
@@ -78,10 +78,8 @@ def heuristic_experience(
     else:
         resolution = _fit([p for p in (answer, verified) if p], FIELD_TOKENS)
     first_line = goal.strip().splitlines()[0] if goal.strip() else topic
-    context_parts = [f"Task: {' '.join(first_line.split())[:200]}"]
-    if check is not None:
-        context_parts.append(f"Outcome: {check.detail}")
-    context = _fit(context_parts, FIELD_TOKENS)
+    # the outcome stays in the segment's metrics: a line every memory shares pulls problems together
+    context = f"Task: {' '.join(first_line.split())[:200]}"
     return [
         {
             "content": content,
