@@ -495,6 +495,7 @@ def expected() -> dict[str, dict[str, Any]]:
                     "topic": topic,
                     "passed": (harness, index) not in FAILING,
                     "error": " ".join(line.split()),
+                    "errors": [" ".join(x.split()) for x in error.splitlines()],
                     "fix": good.strip(),
                 }
     return out

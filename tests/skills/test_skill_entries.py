@@ -36,6 +36,10 @@ def test_an_entry_is_the_error_line_with_the_compact_diff_and_its_check():
     assert "in `conf.d/app.conf`: `- proxy_pass http://backend/api/;` `+ proxy_pass http://backend;`" in fix
     assert "(verified with: `nginx -t`)" in fix
     assert evolve.quality_problems(doc) == [] and evolve.grounding(doc, [NGINX]).passed
+    # the hunks trajectory extraction writes: headed by the file, no ---/+++ pair
+    hunk = {**NGINX, "resolution": "@@ conf.d/app.conf @@\n-    listen 80 default_server;\n+    listen 80;"}
+    (entry,) = evolve.entries_of(evolve.synthesize("nginx", [hunk]).body)
+    assert "in `conf.d/app.conf`: `- listen 80 default_server;` `+ listen 80;`" in entry
 
 
 def test_the_verifier_rejects_a_vague_fix():

@@ -31,6 +31,7 @@ _CODE = re.compile(
 # Names a fix acts on: an instruction or variable (ARG, BUILD_DATE), an identifier (lock_timeout), a call.
 _NAMED = re.compile(r"\b[A-Z][A-Z0-9_]{2,}\b|\b[a-z]+_[a-z0-9_]+\b|\w\(\)")
 _HUNK_FILE = re.compile(r"^@@ (\S+) @@$")
+_HUNK = re.compile(r"^@@", re.MULTILINE)
 _WORDS = re.compile(r"[a-z][a-z0-9_]{2,}")
 
 
@@ -51,7 +52,7 @@ def _short_path(path: str) -> str:
 
 def compact_fix(resolution: str) -> str:
     """A diff as "in `file`: `- old` -> `+ new`" lines and the verifying command; anything else unchanged."""
-    if "\n@@" not in resolution:
+    if not _HUNK.search(resolution):
         return resolution.strip()
     out: list[str] = []
     for line in resolution.splitlines():
