@@ -122,6 +122,7 @@ def _clusters_are_pure_by_problem_and_each_problem_gets_one_skill_named_by_it(hu
         topic = Counter(clusters[cluster_id]).most_common(1)[0][0]
         words = {w.lower() for w in doc.name.replace("-", " ").split()}
         assert words & TITLE_WORDS[topic], (doc.name, topic)
+        assert not words & {"met", "task", "trajectory", "verified", "bash", "consider"}, doc.name
         entries = evolve.entries_of(doc.body)
         assert entries and all(evolve.FIX in e for e in entries), md
         for entry in entries:  # the symptom is an error line; the fix is the diff and its check

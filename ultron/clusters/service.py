@@ -78,7 +78,8 @@ _WORD = re.compile(r"[a-z][a-z0-9_+#.-]{2,}")
 _PARTS = re.compile(r"[-_.+#]+")
 _PATH = re.compile(r"\S*/\S*")
 # Words that say nothing about a topic (a skill was named "Git Docker After Because"): function words
-# beyond the embedder's stop list, and the words every problem report uses.
+# beyond the embedder's stop list, the words every problem report uses, and the labels of memories
+# extracted from sessions ("Task:", "Errors met:", "Verified with:", the `trajectory` tag).
 NAME_STOPWORDS = STOPWORDS | frozenset(
     """
     about above after again against all also always am another any anything around because before behind
@@ -91,6 +92,7 @@ NAME_STOPWORDS = STOPWORDS | frozenset(
     fails failing fix fixed fixes get gets instead issue issues keep keeps make makes need needs new old
     problem problems run runs running set sets show shows start started stop stops take takes time times
     try tried use used uses using way work works working
+    met task trajectory verified due
     """.split()
 )
 
