@@ -44,3 +44,17 @@ RETURNING m.id;
 
 -- name: segment_stage_counts
 SELECT stage, count(*) AS n FROM task_segments WHERE tenant_id = :tenant_id GROUP BY stage;
+
+-- name: harness_openings
+-- The opening system and user messages of an agent's recent sessions of one format, one text per session:
+-- what a harness repeats in all of them (its prompt, tool instructions, task template) is learned here.
+SELECT string_agg(m.content, E'\n' ORDER BY m.seq) AS text
+FROM (
+    SELECT id FROM sessions
+    WHERE tenant_id = :tenant_id AND agent_name = :agent_name AND format = :format
+    ORDER BY created_at DESC
+    LIMIT :sessions
+) s
+JOIN session_messages m ON m.session_id = s.id AND m.tenant_id = :tenant_id
+WHERE m.seq < :opening AND m.role IN ('system', 'user')
+GROUP BY s.id;

@@ -16,7 +16,7 @@ from ultron.bench.progress import progress
 from ultron.ingestion.kinds import IMPORT_KINDS
 
 if TYPE_CHECKING:  # the schemas (pydantic models) load when a command runs, not to build the parser
-    from ultron.ingestion.schemas import ImportStatus, IngestFile, IngestResult
+    from ultron.ingestion.schemas import ImportStatus, IngestResult
 
 AddOptions = Callable[[argparse.ArgumentParser], None]
 
@@ -24,9 +24,6 @@ AddOptions = Callable[[argparse.ArgumentParser], None]
 def _local(args: argparse.Namespace) -> Any:
     """The in-process backend (its hub and an existing acting agent), for `--local` runs."""
     return cli._local_backend(args)
-
-
-CHUNK_FILES = 25  # files per request from the CLI, so the bar moves on a few hundred files
 
 
 def _print_ingest(result: IngestResult) -> None:
@@ -44,8 +41,27 @@ def _print_ingest(result: IngestResult) -> None:
     )
 
 
+def _print_stored(result: IngestResult, retried: set[str]) -> None:
+    """What the hub holds now of the files, on stderr (the per-file lines went to stdout)."""
+    by_status: dict[str, int] = {}
+    for r in result.results:
+        by_status[r.status] = by_status.get(r.status, 0) + 1
+    stored = sum(n for k, n in by_status.items() if k != "failed")
+    parts = ", ".join(f"{n} {k}" for k, n in sorted(by_status.items()) if k != "failed")
+    line = f"stored {stored} of {result.total_files} files" + (f" ({parts})" if parts else "")
+    again = sum(1 for r in result.results if r.name in retried and r.status == "unchanged")
+    if again:
+        line += f"; {again} of them were stored by a request that timed out, and confirmed by its repeat"
+    unsent = result.total_files - len(result.results)
+    failed = by_status.get("failed", 0) + unsent
+    if failed:
+        line += f"; {failed} NOT stored (listed above): run the same command again to send them"
+    print(line, file=sys.stderr)
+
+
 def cmd_ingest(args: argparse.Namespace) -> int:
     # start-up: loaded when the command runs, not when the CLI builds its parser
+    from ultron.cli.ingest_send import Sender
     from ultron.ingestion.paths import expand_paths, ingest_paths
 
     expansion = expand_paths(args.paths)
@@ -54,25 +70,9 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         print(f"error: no session files (*.jsonl) under {' '.join(args.paths)}{skipped}", file=sys.stderr)
         return 1
     with cli._sdk(args) as client, cli.progress_bar() as bar:
-        total = len(expansion.files)
-        sent = 0
-
-        # start-up: loaded when the command runs, not when the CLI builds its parser
-        from ultron.ingestion.schemas import IngestResult
-
-        def send(files: list[IngestFile]) -> IngestResult:
-            nonlocal sent
-            parts = [files[i : i + CHUNK_FILES] for i in range(0, len(files), CHUNK_FILES)]
-            merged = IngestResult(total_files=0, successful=0, new_segments=0, results=[], errors=[])
-            for part in parts:
-                got = client._backend.ingest_files(part)
-                merged.results.extend(got.results)
-                merged.errors.extend(got.errors)
-                sent += len(part)
-                bar(sent, total, "ingest")
-            return merged
-
-        bar(0, total, "ingest")
+        over_http = cli.hub_url(args) is not None
+        send = Sender(client._backend, len(expansion.files), bar, args.timeout, over_http)
+        bar(0, len(expansion.files), "ingest")
         result = ingest_paths(send, args.paths)
     if args.json:
         cli._print_json(result.model_dump(mode="json"))
@@ -81,6 +81,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         for error in result.errors:
             if "line " not in error:
                 print(f"error: {error}", file=sys.stderr)
+        _print_stored(result, send.retried)
         if result.new_segments:
             print(
                 f"next: the worker turns the {result.new_segments} new segments into memories "
@@ -254,6 +255,14 @@ def add_commands(sub: Any, add_common: AddOptions, add_remote: AddOptions) -> No
     add_remote(p)
     p.add_argument("paths", nargs="+", metavar="PATH")
     p.add_argument("--json", action="store_true")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="wait per request, plus 240 s per MB it carries; a request that times out is sent again "
+        "with twice the wait (default: 60)",
+    )
     p.set_defaults(func=cmd_ingest)
 
     imports = sub.add_parser(

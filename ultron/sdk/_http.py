@@ -231,10 +231,11 @@ class HttpBackend:
         path = f"/groups/{quote(group, safe='')}/members/{quote(agent, safe='')}"
         return GroupInfo.model_validate(self._request("DELETE", path))
 
-    def ingest_files(self, files: list[IngestFile]) -> IngestResult:
-
+    def ingest_files(self, files: list[IngestFile], timeout: float | None = None) -> IngestResult:
+        """`timeout`: this request's wait, when the client's default does not fit what it carries."""
         parts = [("files", (f.name, f.content, "application/octet-stream")) for f in files]
-        return IngestResult.model_validate(self._request("POST", "/ingest", files=parts))
+        extra: dict[str, Any] = {} if timeout is None else {"timeout": timeout}
+        return IngestResult.model_validate(self._request("POST", "/ingest", files=parts, **extra))
 
     def ingest_text(self, text: str) -> IngestTextResult:
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ultron.clusters.service import word_variants
+from ultron.skills.entries import compact_fix, is_concrete, shared_problem, symptom_of
 from ultron.skills.format import SkillDoc
 
 CITE = re.compile(r"\[m:([0-9a-f]{8})\]")
@@ -24,6 +25,7 @@ STEP = re.compile(r"^\s*\d+\.\s+(.*)$", re.MULTILINE)
 MIN_STEPS = 3
 MIN_BODY_CHARS = 300
 FIELD_CHARS = 240
+FIX_CHARS = 360  # a compact diff and the command that verified it
 # The offline format.
 OFFLINE_NOTE = "Distilled without a language model"
 FIXES_HEADING = "## Symptoms and fixes"
@@ -70,7 +72,7 @@ def skill_name(topic: str) -> str:
 def _fixes_of_member(member: dict[str, Any]) -> list[str]:
     """The member's fix, and each "Alternative:" a merge appended to it, as separate fixes."""
     parts = _ALTERNATIVE.split(str(member.get("resolution") or ""))
-    return [p.strip() for p in parts if p.strip()]
+    return [compact_fix(p) for p in parts if p.strip()]
 
 
 def synthesize(topic: str, members: list[dict[str, Any]]) -> SkillDoc:
@@ -78,7 +80,7 @@ def synthesize(topic: str, members: list[dict[str, Any]]) -> SkillDoc:
     entries: list[tuple[str, str, list[Any]]] = []  # (symptom, fix or "", member ids)
     index: dict[str, int] = {}
     for m in members:
-        symptom = str(m.get("content") or "").strip()
+        symptom = symptom_of(str(m.get("content") or ""))
         for fix in _fixes_of_member(m) or [""]:
             key = _norm(fix or symptom)
             if not key:
@@ -116,7 +118,7 @@ def synthesize(topic: str, members: list[dict[str, Any]]) -> SkillDoc:
         cites = " ".join(cite(x) for x in ids[:CITES_PER_ENTRY])
         more = f" (reported by {len(ids)} memories)" if len(ids) > 1 else ""
         if fix:
-            lines.append(f"- {SYMPTOM} {_clip(symptom, 200)} {FIX} {_clip(fix)}{more} {cites}")
+            lines.append(f"- {SYMPTOM} {_clip(symptom, 200)} {FIX} {_clip(fix, FIX_CHARS)}{more} {cites}")
         else:
             lines.append(f"- {SEEN} {_clip(symptom)}{more} {cites}")
     description = (
@@ -165,6 +167,11 @@ def fixes_of(body: str) -> set[str]:
     return out - {""}
 
 
+def _fix_text(entry: str) -> str:
+    text = CITE.sub("", entry.split(FIX, 1)[1])
+    return re.sub(r"\(reported by \d+ memories\)", "", text).strip()
+
+
 def quality_problems(doc: SkillDoc) -> list[str]:
     """The structural bar: a trigger section and either a workflow (at least 3 steps and an edge-case
     section) or the offline list of symptoms and fixes; enough substance."""
@@ -173,8 +180,12 @@ def quality_problems(doc: SkillDoc) -> list[str]:
     if "## when to use" not in low:
         problems.append("no 'When to use' section")
     if FIXES_HEADING.lower() in low:
-        if len(entries_of(doc.body)) < MIN_FIXES:
+        entries = entries_of(doc.body)
+        if len(entries) < MIN_FIXES:
             problems.append("no symptom with its fix")
+        vague = [n for n, e in enumerate(entries, 1) if FIX in e and not is_concrete(_fix_text(e))]
+        if vague:
+            problems.append(f"entries {vague} have no concrete fix (a diff, a command, a file or a setting)")
     else:
         if "## edge cases" not in low:
             problems.append("no 'Edge cases and fallbacks' section")
@@ -204,6 +215,8 @@ def grounding(doc: SkillDoc, members: list[dict[str, Any]]) -> Verdict:
     coverage = len(used) / max(1, len(known))
     # Structure score: how much of the evidence the steps use, and how complete the workflow is.
     score = round(0.5 * coverage + 0.5 * min(1.0, len(steps) / 5), 4)
+    if not shared_problem(members):
+        return Verdict(False, score, "its memories share no problem", {"coverage": coverage})
     if not steps or uncited or strangers:
         detail = (
             f"uncited steps {uncited}" if uncited else f"unknown citations {strangers}" if strangers else ""

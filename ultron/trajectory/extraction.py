@@ -1,27 +1,38 @@
 """Reusable experiences {content, context, resolution, confidence, tags} from a good segment.
 
 With an LLM the segment's transcript goes through MemoryIntelligence.extract. Offline, one experience per
-segment: the user's goal (with the errors met on the way) as content, the task and tools as context, and
-the assistant's closing answer as resolution.
+segment, built from what the session shows (ultron/trajectory/evidence.py):
+
+- content: the task's own statement (the harness's repeated lines stripped) and the error lines met;
+- context: the task's first line;
+- resolution: the fix -- the diff hunks or edit commands since the last failed check -- and that command.
+
+Each field keeps its most telling part within budget: the errors and the fix are never cut to make room for
+the task's text, and the task is cut at its end, never at its front. A segment whose last check failed
+gives no experience: unresolved work is never stored as a fix that worked.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-from ultron.providers.tokens import truncate_to_tokens
+from ultron.providers.tokens import count_tokens, truncate_to_tokens
+from ultron.trajectory.evidence import error_lines, fix_of, strip_boilerplate, verification
 from ultron.trajectory.messages import Message
-from ultron.trajectory.metrics import is_tool_error, transcript
+from ultron.trajectory.metrics import transcript
 
 FIELD_TOKENS = 600
-MAX_TOOLS_IN_TAGS = 3
-MAX_ERRORS = 3
-_ERROR_LINE = re.compile(r"^.*\b(\w*(Error|Exception)|error:|fatal:|command not found).*$", re.MULTILINE)
+# The task keeps at least this much of the content's budget however many errors were met.
+MIN_TASK_TOKENS = 120
+ERRORS_HEADING = "Errors met:"
+VERIFIED = "Verified with:"
 
 
-def _first_user(messages: list[Message]) -> str:
-    return next((m.content.strip() for m in messages if m.role == "user" and m.content.strip()), "")
+def _first_user(messages: list[Message], boilerplate: frozenset[str]) -> str:
+    for m in messages:
+        if m.role == "user" and m.content.strip():
+            return strip_boilerplate(m.content, boilerplate) or m.content.strip()
+    return ""
 
 
 def _closing_answer(messages: list[Message]) -> str:
@@ -30,47 +41,68 @@ def _closing_answer(messages: list[Message]) -> str:
     )
 
 
-def _tool_names(messages: list[Message]) -> list[str]:
-    names = [str(c.get("name") or "") for m in messages for c in m.tool_calls or []]
-    return [n for n in dict.fromkeys(names) if n]
+def _fit(parts: list[str], budget: int) -> str:
+    """The parts in order while they fit; the first part is always kept (cut at its end if need be)."""
+    out: list[str] = []
+    used = 0
+    for part in parts:
+        cost = count_tokens(part) + 1
+        if out and used + cost > budget:
+            break
+        out.append(part if out else truncate_to_tokens(part, budget))
+        used += cost
+    return "\n".join(out)
 
 
-def _error_lines(messages: list[Message]) -> list[str]:
-    lines: list[str] = []
-    for m in messages:
-        if m.role == "tool" and is_tool_error(m):
-            found = _ERROR_LINE.search(m.content)
-            line = (found.group(0) if found else m.content.strip().splitlines()[-1:] or [""])[0]
-            lines.append(" ".join(line.split())[:300])
-    return list(dict.fromkeys(x for x in lines if x))[:MAX_ERRORS]
-
-
-def heuristic_experience(messages: list[Message], topic: str, confidence: float) -> list[dict[str, Any]]:
-    goal = _first_user(messages)
-    answer = _closing_answer(messages)
-    if not goal or not answer:
+def heuristic_experience(
+    messages: list[Message], topic: str, confidence: float, boilerplate: frozenset[str] = frozenset()
+) -> list[dict[str, Any]]:
+    check = verification(messages)
+    if check is not None and not check.passed:
         return []
-    errors = _error_lines(messages)
-    content = goal if not errors else f"{goal}\nErrors met: " + "; ".join(errors)
-    tools = _tool_names(messages)
-    context = f"Task: {topic}" + (f". Tools used: {', '.join(tools)}" if tools else "")
+    goal = _first_user(messages, boilerplate)
+    answer = _closing_answer(messages)
+    fix = fix_of(messages)
+    if not goal or not (answer or fix.edits):
+        return []
+    errors = error_lines(messages)
+    error_part = f"{ERRORS_HEADING}\n" + "\n".join(errors) if errors else ""
+    error_part = truncate_to_tokens(error_part, FIELD_TOKENS - MIN_TASK_TOKENS)
+    task_budget = FIELD_TOKENS - (count_tokens(error_part) + 1 if error_part else 0)
+    content = "\n".join(p for p in (truncate_to_tokens(goal, task_budget), error_part) if p)
+    verified = f"{VERIFIED} `{fix.verified_by}`" if fix.verified_by else ""
+    if fix.edits:
+        # the verifying command is one short line that must survive: the edits share what is left
+        edits = _fit(fix.edits, FIELD_TOKENS - (count_tokens(verified) + 1 if verified else 0))
+        resolution = "\n".join(p for p in (edits, verified) if p)
+    else:
+        resolution = _fit([p for p in (answer, verified) if p], FIELD_TOKENS)
+    first_line = goal.strip().splitlines()[0] if goal.strip() else topic
+    # the outcome stays in the segment's metrics: a line every memory shares pulls problems together
+    context = f"Task: {' '.join(first_line.split())[:200]}"
     return [
         {
-            "content": truncate_to_tokens(content, FIELD_TOKENS),
-            "context": truncate_to_tokens(context, FIELD_TOKENS),
-            "resolution": truncate_to_tokens(answer, FIELD_TOKENS),
+            "content": content,
+            "context": context,
+            "resolution": resolution,
             "confidence": round(confidence, 4),
-            "tags": ["trajectory", *[t.lower()[:64] for t in tools[:MAX_TOOLS_IN_TAGS]]],
+            # tool names are in every session of a harness: as tags they named clusters ("Bash ...")
+            "tags": ["trajectory"],
         }
     ]
 
 
 def extract_experiences(
-    messages: list[Message], topic: str, score: float, intelligence: Any, budget: int
+    messages: list[Message],
+    topic: str,
+    score: float,
+    intelligence: Any,
+    budget: int,
+    boilerplate: frozenset[str] = frozenset(),
 ) -> list[dict[str, Any]]:
     if intelligence is not None and getattr(intelligence, "llm_available", False):
         items = intelligence.extract(f"Task: {topic}\n\n" + transcript(messages, budget))
         for item in items:
             item["tags"] = list(dict.fromkeys(["trajectory", *item.get("tags", [])]))
         return items
-    return heuristic_experience(messages, topic, score)
+    return heuristic_experience(messages, topic, score, boilerplate)

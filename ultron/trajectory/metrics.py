@@ -1,7 +1,9 @@
 """Transparent trajectory metrics: each 0..1, each stored with its weight and the evidence behind it.
 
-- completion: the task ended in a success signal (the user thanks or confirms: 1.0; the assistant
-  reports success: 0.8), a failure signal (0.0), or neither (0.3: no evidence the task was done).
+- completion: from evidence when the segment ran a check (a test, build or config test): the last
+  check passed (1.0) or failed, or a tool failed after the last edit (0.0); the detail names the command.
+  Without a check, the closing signals: the user thanks or confirms (1.0), the assistant reports success
+  (0.8), a failure signal (0.0), or neither (0.3: no evidence the task was done).
 - tool_success: share of tool results that are not errors (n/a without tool calls).
 - errors_recovered: share of failed tool results followed by a later success (n/a without errors).
 - user_corrections: 1 / (1 + user turns that correct the assistant).
@@ -19,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ultron.providers.tokens import truncate_to_tokens
+from ultron.trajectory.evidence import verification
 from ultron.trajectory.messages import Message
 
 WEIGHTS = {
@@ -48,7 +51,8 @@ TOOL_ERROR = re.compile(
     r"|\"status\"[ \t]*:[ \t]*\"(?:error|failed)\"|command not found"
     r"|no such file or directory|permission denied|(?<!\b0 )\bfailed\b(?![ \t]*[:=]?[ \t]*0\b)"
     r"|panicked at|segmentation fault|error from server|\bforbidden\b|unable to locate|connection refused"
-    r"|cannot connect to the docker daemon)",
+    r"|cannot connect to the docker daemon)"
+    r"|\[emerg\]|\*\*\* .*(?:\bError \d+|Stop\.)|\berror\[E\d{4}\]|undefined reference to",
     re.MULTILINE,
 )
 USER_DONE = re.compile(
@@ -97,6 +101,9 @@ def is_tool_error(m: Message) -> bool:
 
 
 def _completion(messages: list[Message]) -> Metric:
+    check = verification(messages)
+    if check is not None:  # what the last check showed decides, whatever anyone says afterwards
+        return Metric(1.0 if check.passed else 0.0, WEIGHTS["completion"], f"evidence: {check.detail}")
     closing = [m for m in messages if m.role in ("user", "assistant") and m.content.strip()][
         -CLOSING_MESSAGES:
     ]

@@ -24,6 +24,7 @@ from ultron.errors import NotFound
 from ultron.memory.schemas import MAX_TAG_CHARS, UploadRequest, UploadResult
 from ultron.tenancy import Actor
 from ultron.trajectory.canonical import fingerprint
+from ultron.trajectory.evidence import BOILERPLATE_SAMPLE, boilerplate
 from ultron.trajectory.extraction import extract_experiences
 from ultron.trajectory.messages import Message
 from ultron.trajectory.metrics import score_messages
@@ -164,6 +165,25 @@ def _request(item: dict[str, Any], limit: int) -> UploadRequest:
     )
 
 
+# Messages at the start of a session read to learn its harness's boilerplate.
+OPENING_MESSAGES = 4
+
+
+def harness_boilerplate(session: Session, record: SessionRecord) -> frozenset[str]:
+    """The lines this agent's sessions of this format all open with (system prompt, task template)."""
+    rows = session.execute(
+        q("harness_openings"),
+        {
+            "tenant_id": record.tenant_id,
+            "agent_name": record.agent_name,
+            "format": record.format,
+            "sessions": BOILERPLATE_SAMPLE,
+            "opening": OPENING_MESSAGES,
+        },
+    ).scalars()
+    return boilerplate(t or "" for t in rows)
+
+
 def extract_segment(
     session: Session, settings: Settings, intelligence: Any, memory: MemoryUploader, segment_id: UUID
 ) -> list[UUID]:
@@ -176,7 +196,12 @@ def extract_segment(
     actor = Actor(record.tenant_id, record.agent_id, record.agent_name)
     messages = load_messages(session, segment.session_id, segment.start_seq, segment.end_seq)
     items = extract_experiences(
-        messages, segment.topic, segment.score or 0.0, intelligence, llm_budget(settings)
+        messages,
+        segment.topic,
+        segment.score or 0.0,
+        intelligence,
+        llm_budget(settings),
+        harness_boilerplate(session, record),
     )
     ids: list[UUID] = []
     for item in items:

@@ -1,0 +1,120 @@
+"""Offline extraction keeps the knowledge (issue 32): whole error lines, the task without the harness's
+boilerplate, the fix (diff and verifying command), and an outcome read from evidence, not from words."""
+
+from __future__ import annotations
+
+import json
+
+from ultron.trajectory.evidence import boilerplate, error_lines, strip_boilerplate, verification
+from ultron.trajectory.extraction import heuristic_experience
+from ultron.trajectory.messages import Message
+from ultron.trajectory.metrics import heuristic_metrics, is_tool_error
+
+
+def _call(cid: str, name: str, **args: str) -> list[dict]:  # type: ignore[type-arg]
+    return [{"id": cid, "name": name, "arguments": json.dumps(args)}]
+
+
+def _run(*steps: tuple[str, str, bool], closing: str = "Fixed, all tests pass.") -> list[Message]:
+    """A session: the task, then (command, output, is an edit) steps, then the closing answer."""
+    out = [Message("user", "The config loader crashes on start, please fix it")]
+    for n, (command, output, edit) in enumerate(steps):
+        if edit:
+            calls = _call(
+                f"c{n}", "str_replace_editor", path="app/config.py", old_str=command, new_str=output
+            )
+            out += [
+                Message("assistant", "", tool_calls=calls),
+                Message("tool", "edited", tool_call_id=f"c{n}"),
+            ]
+        else:
+            calls = _call(f"c{n}", "execute_bash", command=command)
+            out += [Message("assistant", "", tool_calls=calls), Message("tool", output, tool_call_id=f"c{n}")]
+    return [*out, Message("assistant", closing)]
+
+
+TRACEBACK = (
+    'Traceback (most recent call last):\n  File "app/config.py", line 12, in load\n'
+    "    port = int(raw)\nValueError: invalid literal for int() with base 10: '80a'"
+)
+
+
+def test_an_error_line_is_kept_whole_not_its_first_character():
+    messages = _run(
+        ("python -m app", TRACEBACK, False), ("port = int(raw)", "port = int(raw.strip('a'))", True)
+    )
+    (item,) = heuristic_experience(messages, "config", 0.9)
+    assert "Errors met:\nValueError: invalid literal for int() with base 10: '80a'" in item["content"]
+    assert "Errors met: V" not in item["content"]
+
+
+def test_the_harness_boilerplate_is_stripped_and_the_task_kept():
+    template = "You are a careful agent.\nAlways run the tests.\n<issue>\n{}\n</issue>\nMake minimal changes."
+    tasks = ["nginx -t fails on proxy_pass", "make fails to link sqrt", "cargo build borrow error", "other"]
+    learned = boilerplate(template.format(t) for t in tasks)
+    assert strip_boilerplate(template.format("a brand new task"), learned) == "a brand new task"
+    messages = _run(
+        ("pytest", "1 failed\nE   KeyError: 'port'\nexit code 1", False),
+        ("a", "b", True),
+        ("pytest", "3 passed", False),
+    )
+    messages[0] = Message("user", template.format("The loader raises KeyError on a missing port"))
+    (item,) = heuristic_experience(messages, "config", 0.9, learned)
+    assert item["content"].startswith("The loader raises KeyError on a missing port")
+    assert "Always run the tests" not in item["content"] and "careful agent" not in item["content"]
+
+
+def test_the_resolution_is_the_fix_and_its_check_not_the_sign_off():
+    messages = _run(
+        ("python -m pytest tests/test_config.py", f"{TRACEBACK}\nexit code 1", False),
+        ("port = int(raw)", "port = int(raw.rstrip('a'))", True),  # a first try that still fails
+        (
+            "python -m pytest tests/test_config.py",
+            "FAILED tests/test_config.py::test_port\nexit code 1",
+            False,
+        ),
+        ("port = int(raw.rstrip('a'))", "port = int(re.sub(r'\\D', '', raw))", True),
+        ("python -m pytest tests/test_config.py", "4 passed in 0.1s\nexit code 0", False),
+        closing="I'm ready to submit.",
+    )
+    (item,) = heuristic_experience(messages, "config", 0.9)
+    assert "+port = int(re.sub(r'\\D', '', raw))" in item["resolution"]
+    assert "rstrip('a'))\n+" in item["resolution"]  # the edit that worked, not the first try
+    assert "+port = int(raw.rstrip('a'))" not in item["resolution"]
+    assert item["resolution"].endswith("Verified with: `python -m pytest tests/test_config.py`")
+    assert "ready to submit" not in item["resolution"]
+    assert "FAILED tests/test_config.py::test_port" in item["content"]
+
+
+def test_success_comes_from_the_last_check_not_from_the_assistants_words():
+    failing = _run(
+        ("make", "undefined reference to `sqrt'\nmake: *** [Makefile:12: stats] Error 1", False),
+        ("LDLIBS =", "LDLIBS = -lmath", True),
+        ("make", "undefined reference to `sqrt'\nmake: *** [Makefile:12: stats] Error 1", False),
+        closing="Done: the build is fixed and all tests pass.",
+    )
+    check = verification(failing)
+    assert check is not None and not check.passed and "`make` failed" in check.detail
+    completion = heuristic_metrics(failing)["completion"]
+    assert completion.value == 0.0 and "evidence" in completion.detail
+    assert heuristic_experience(failing, "build", 0.9) == []  # never a fix that worked
+    passing = [*failing[:-2], *_run(("make", "cc -o stats main.o -lm", False))[1:]]
+    assert heuristic_metrics(passing)["completion"].value == 1.0
+
+
+def test_tool_errors_in_the_shapes_build_tools_print_them():
+    outputs = {
+        'nginx: [emerg] unknown directive "proxy_set_headr" in /etc/nginx/conf.d/site.conf:9': "[emerg]",
+        "cc -o app main.o\nmake: *** [Makefile:5: app] Error 2": "make: ***",
+        "error[E0502]: cannot borrow `v` as mutable because it is also borrowed as immutable": "E0502",
+        "make: *** No rule to make target 'src/util.c', needed by 'build/util.o'.  Stop.": "No rule",
+    }
+    for text, marker in outputs.items():
+        m = Message("tool", text, tool_call_id="x")
+        assert is_tool_error(m), text
+        (line,) = error_lines([m])
+        assert marker in line and line.split() == text.splitlines()[-1].split(), line
+    ok = Message(
+        "tool", "nginx: configuration file /etc/nginx/nginx.conf test is successful", tool_call_id="y"
+    )
+    assert not is_tool_error(ok) and error_lines([ok]) == []
