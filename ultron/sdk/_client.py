@@ -213,6 +213,13 @@ class Ultron:
     def get_memory_stats(self) -> MemoryStats:
         return self._backend.stats()
 
+    # The names users of other memory libraries type first; each is the method it names, not a wrapper.
+    add = upload_memory
+    search = search_memories
+    get = get_memory
+    update = edit_memory
+    delete = delete_memory
+
     # --- companion memory ----------------------------------------------------------------------
 
     def brief(self, task: str | None = None, max_tokens: int | None = None) -> Brief:
