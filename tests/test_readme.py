@@ -44,14 +44,14 @@ EXPECTED = {
         "pip install times out behind the office proxy",
         "multi_task.jsonl",
         '"results":',
-        "ci-bot",
+        "members: ci-bot",
     ),
     # search found the upload, the session is listed, the group lists its member, the SDK found its
     # memory, edited it and got a brief
     "docs/quickstart.md": (
         "pytest hangs forever in CI",
         "first-session.jsonl",
-        "my-agent",
+        "members: my-agent",
         "redis refused connections",
         "brief items",
     ),
