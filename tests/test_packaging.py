@@ -33,6 +33,9 @@ def test_wheel_ships_sql_and_migrations_and_migrates_from_them(tmp_path, db_url)
     assert "ultron/_resources/sql/memory.sql" in names
     assert "ultron/_resources/alembic/env.py" in names
     assert any(n.startswith("ultron/_resources/alembic/versions/0001_core") for n in names)
+    # The API explorers' bundles, so /docs and /redoc render with no internet.
+    for asset in ("swagger-ui-bundle.js", "swagger-ui.css", "redoc.standalone.js"):
+        assert f"ultron/api/static/{asset}" in names
 
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)

@@ -1,10 +1,12 @@
-"""The README walks: its shell commands run as written, in order, against a fresh data dir.
+"""The README and docs/quickstart.md walk: their shell commands run as written, in order, against a fresh
+data dir (each page its own hub).
 
 The quick start's install step (`python3 -m venv .venv && .venv/bin/pip install .`) is not run: this test
 runs inside the installed environment already. Its last step, `.venv/bin/ultron serve`, is what the test
 starts in the background (on a free port, with a fresh data dir). Two substitutions make the commands
 run here exactly as a user types them there: `.venv/bin/ultron` is a script running this checkout's
-`ultron` with this interpreter, and the port 8765 is the free port. Blocks marked
+`ultron` with this interpreter, `.venv/bin/python` is this interpreter, and the port 8765 is the free
+port. Blocks marked
 `<!-- readme-walk: skip (why) -->` are not run, and each must say why.
 """
 
@@ -32,15 +34,41 @@ QUICK_START = "python3 -m venv .venv && .venv/bin/pip install . && .venv/bin/ult
 WALK_SECONDS = 600  # the whole walk: a fresh embedded server, the models loaded once, a dozen commands
 
 
-def readme_blocks() -> list[tuple[str | None, str, bool]]:
+WALKED = ("README.md", "docs/quickstart.md")
+# What each walk did, seen from its output.
+EXPECTED = {
+    # the memory went in, search found it, the curl with the key got results, the ingested session is
+    # listed, the admin's group lists its member
+    "README.md": (
+        re.compile(r"^created\s+[0-9a-f-]{36}  \[", re.M),
+        re.compile(r"^pinned\s+[0-9a-f-]{36}  \[", re.M),  # by its short id
+        "pip install times out behind the office proxy",
+        "multi_task.jsonl",
+        '"results":',
+        "members: ci-bot",
+    ),
+    # search found the upload, the session is listed, the group lists its member, the SDK found its
+    # memory, edited it and got a brief
+    "docs/quickstart.md": (
+        "pytest hangs forever in CI",
+        "first-session.jsonl",
+        "members: my-agent",
+        "redis refused connections",
+        "brief items",
+    ),
+}
+
+
+def readme_blocks(page: str = "README.md") -> list[tuple[str | None, str, bool]]:
     """(why skipped or None, body, marked) for each ```bash block, in order."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    text = (ROOT / page).read_text(encoding="utf-8")
     return [(m["why"], m["body"], m.group(0).startswith("<!--")) for m in BLOCK.finditer(text)]
 
 
-def test_every_skipped_block_says_why():
-    for why, body, marked in readme_blocks():
-        assert not marked or why, f"a skipped README block gives no reason:\n{body}"
+@pytest.mark.parametrize("page", WALKED)
+def test_every_skipped_block_says_why(page):
+    for why, body, marked in readme_blocks(page):
+        assert not marked or why, f"a skipped {page} block gives no reason:\n{body}"
 
 
 def _free_port() -> int:
@@ -60,10 +88,11 @@ def walk_dir() -> Iterator[Path]:
         shutil.rmtree(path, ignore_errors=True)
 
 
-def test_the_readme_walks(walk_dir):
+@pytest.mark.parametrize("page", WALKED)
+def test_the_readme_walks(walk_dir, page):
     tmp_path = walk_dir
-    blocks = readme_blocks()
-    assert blocks[0][1].strip() == QUICK_START, "the README's first shell block is the quick start"
+    blocks = readme_blocks(page)
+    assert blocks[0][1].strip() == QUICK_START, f"{page}'s first shell block is the quick start"
     walked = [body for why, body, marked in blocks[1:] if not marked]
     assert walked, "nothing left to walk"
 
@@ -80,7 +109,11 @@ def test_the_readme_walks(walk_dir):
     env.update(ULTRON_DATA_DIR=str(tmp_path / "home"), ULTRON_PORT=str(port), PYTHONPATH=str(ROOT))
 
     def as_here(body: str) -> str:
-        return body.replace(".venv/bin/ultron", str(ultron)).replace(":8765", f":{port}")
+        return (
+            body.replace(".venv/bin/ultron", str(ultron))
+            .replace(".venv/bin/python", sys.executable)
+            .replace(":8765", f":{port}")
+        )
 
     log = tmp_path / "serve.log"
     with log.open("w") as sink:
@@ -103,13 +136,9 @@ def test_the_readme_walks(walk_dir):
         )
         assert proc.returncode == 0, f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
         assert "Traceback" not in proc.stderr, proc.stderr
-        # What the walk did, seen from its output: the memory went in, search found it, the curl
-        # with the key got results, the ingested session is listed.
-        assert re.search(r"^created\s+[0-9a-f-]{36}  \[", proc.stdout, flags=re.M), proc.stdout[-3000:]
-        assert re.search(r"^pinned\s+[0-9a-f-]{36}  \[", proc.stdout, flags=re.M)  # by its short id
-        assert "pip install times out behind the office proxy" in proc.stdout
-        assert "multi_task.jsonl" in proc.stdout
-        assert '"results":' in proc.stdout
+        for expected in EXPECTED[page]:
+            found = expected.search(proc.stdout) if isinstance(expected, re.Pattern) else expected in proc.stdout
+            assert found, (expected, proc.stdout[-3000:])
     finally:
         hub.terminate()
         hub.wait(timeout=60)

@@ -44,3 +44,16 @@ def test_both_backends_implement_the_same_calls():
         return {name for name in vars(cls) if not name.startswith("_") and callable(getattr(cls, name))}
 
     assert calls(LocalBackend) == calls(HttpBackend)
+
+
+def test_familiar_aliases_are_the_same_methods_on_both_clients():
+    aliases = {
+        "add": "upload_memory",
+        "search": "search_memories",
+        "get": "get_memory",
+        "update": "edit_memory",
+        "delete": "delete_memory",
+    }
+    for client in (ultron.Ultron, ultron.UltronClient):
+        for alias, name in aliases.items():
+            assert getattr(client, alias) is getattr(client, name), (client, alias)

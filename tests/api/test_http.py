@@ -176,3 +176,24 @@ def test_sdk_over_http_has_the_same_results_and_errors(hub, keys):
             other.delete_memory(rec.id)
         with pytest.raises(Unauthorized):
             UltronClient("http://testserver", "ult_nope", transport=tc._transport).get_memory_stats()
+
+
+def test_sdk_familiar_names_add_search_get_update_delete(hub, keys):
+    """`add`/`search`/`get`/`update`/`delete` work end to end, in-process and over HTTP alike."""
+    from ultron.sdk import Ultron
+
+    with TestClient(create_app(hub)) as tc:
+        remote = UltronClient("http://testserver", keys["a1"], transport=tc._transport)
+        local = Ultron(hub=hub, agent="a2", tenant="acme")
+        for client, text in ((remote, "pandas"), (local, "numpy")):
+            rec = client.add(
+                f"ModuleNotFoundError: No module named '{text}'", resolution=f"pip install {text}"
+            )
+            assert client.search(f"{text} module")[0].record.id == rec.id
+            assert client.get(rec.id).resolution == f"pip install {text}"
+            assert client.update(rec.id, resolution=f"uv pip install {text}").resolution == (
+                f"uv pip install {text}"
+            )
+            client.delete(rec.id)
+            with pytest.raises(NotFound):
+                client.get(rec.id)

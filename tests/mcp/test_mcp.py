@@ -320,3 +320,40 @@ def test_skill_tools_against_a_remote_hub_match_the_in_process_ones(hub, keys, s
                 remote.search_skills("   ", 3)
         finally:
             client.close()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_mcp_against_a_dead_hub_says_no_hub_in_one_line(tmp_path):
+    """`ultron mcp --url` with nothing listening: each call a clear tool error, one log line, no traceback."""
+    url = f"http://127.0.0.1:{_free_port()}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ULTRON_")}
+    env["ULTRON_DATA_DIR"] = str(tmp_path / "data")
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "ultron.cli", "mcp", "--url", url, "--api-key", "ult_x"], env=env
+    )
+    errlog = (tmp_path / "stderr.txt").open("w+")
+
+    async def run() -> list[str]:
+        async with (
+            stdio_client(params, errlog=errlog) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            return [
+                await call_error(session, "search_memories", query="docker"),
+                await call_error(session, "brief", task="fix the build"),
+            ]
+
+    messages = anyio.run(run)
+    for message in messages:
+        assert f"no_hub: no hub at {url}:" in message, message
+        assert "ultron serve" in message
+    errlog.seek(0)
+    stderr = [line for line in errlog.read().splitlines() if line.strip()]
+    assert "Traceback" not in "\n".join(stderr)
+    assert len(stderr) <= len(messages), stderr  # at most one line per failed call

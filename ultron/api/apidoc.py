@@ -15,7 +15,8 @@ from ultron.config import Settings
 HEADER = """# HTTP API reference
 
 Generated from the OpenAPI schema by `python -m ultron.api.apidoc > docs/api.md`; do not edit by hand.
-A running hub serves the same schema at `/openapi.json` and an explorer at `/docs`.
+A running hub serves the same schema at `/openapi.json` and explorers at `/docs` (Swagger UI) and
+`/redoc`, both from the package itself (no CDN: they work offline).
 
 Every endpoint except `/health`, `/ready` and `/metrics` takes `Authorization: Bearer <api key>`
 (on loopback, on a database where no key was ever created, the hub runs open as the local agent).

@@ -16,6 +16,7 @@ from sqlalchemy import text
 from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
 
 from ultron import __version__
+from ultron.api.explorer import explorer
 from ultron.api.guard import InputGuard
 from ultron.api.ops import RequestContext, ops
 from ultron.clusters.router import router as clusters
@@ -88,6 +89,8 @@ def create_app(hub: Hub, *, allow_open: bool = False) -> FastAPI:
         title="Ultron",
         version=__version__,
         description="A Postgres-native memory hub that many AI agents share.",
+        docs_url=None,  # /docs and /redoc come from ultron/api/explorer.py, with no CDN
+        redoc_url=None,
     )
     app.state.hub = hub
     app.state.auth = AuthPolicy(allow_open)
@@ -101,6 +104,7 @@ def create_app(hub: Hub, *, allow_open: bool = False) -> FastAPI:
     install_error_handlers(app)
     # In this order: the OpenAPI schema, and so docs/api.md, lists the routes as they are included.
     app.include_router(system)
+    app.include_router(explorer)
     app.include_router(ops)  # /ready, /metrics
     app.include_router(memories)
     app.include_router(dashboard.pages)

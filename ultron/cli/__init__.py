@@ -25,6 +25,7 @@ from ultron.cli import layout, memory_edit
 from ultron.cli import memory as memory_cli
 from ultron.cli.cluster_calibration import add_parser as add_cluster_calibration_parser
 from ultron.cli.db import add_parser as add_db_stop_parser  # `ultron db stop`
+from ultron.cli.demo import add_parser as add_demo_parser
 from ultron.cli.groups import add_parser as add_groups_parser
 from ultron.cli.ingestion import add_commands as add_ingestion_commands
 from ultron.cli.layout import Routed, UltronParser
@@ -690,6 +691,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(p)
     _add_remote(p)
     p.set_defaults(func=cmd_mcp)
+
+    add_demo_parser(sub)  # `ultron demo`: ultron/cli/demo.py
 
     db = layout.group(sub, "db", "database maintenance: upgrade, backup, restore, reembed, stop")
     p = db.add_parser("upgrade", help="migrate the database to the newest schema")

@@ -3,8 +3,8 @@
 A tool call is checked by the shared validation layer (ultron/validation.py) before it runs: every text
 argument free of NUL and lone surrogates, the search query and the brief's task within REST's 4,000
 characters. A typed error (UltronError) becomes a tool error with REST's `error: detail`; a provider
-failure the same words as REST's 503; anything else "internal error (request id ...)", the detail
-logged under that id.
+failure the same words as REST's 503; a remote hub that does not answer "no hub at URL"; anything else
+"internal error (request id ...)", the detail logged under that id.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
+import httpx
 from mcp.server.fastmcp.exceptions import ToolError
 from pydantic import ValidationError
 from sqlalchemy.exc import DataError, OperationalError
@@ -70,6 +71,13 @@ def tool_errors() -> Iterator[None]:
         raise ToolError("validation_error: a value is out of range or cannot be stored") from None
     except OperationalError:
         raise ToolError("database_unavailable: the database is unavailable; try again") from None
+    except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+        # `ultron mcp --url` with no hub there: the CLI's words, one log line, not a traceback per call.
+        url = _hub_url(exc)
+        log.warning("no hub at %s", url)
+        raise ToolError(
+            f"no_hub: no hub at {url}: is `ultron serve` running there? (or fix --url / ULTRON_URL)"
+        ) from None
     except ValidationError as exc:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg')}" for e in exc.errors()
@@ -79,3 +87,11 @@ def tool_errors() -> Iterator[None]:
         rid = request_id_var.get() or uuid.uuid4().hex
         log.error("MCP tool failed (request id %s)", rid, exc_info=exc)
         raise ToolError(f"internal_error: an internal error occurred (request id {rid})") from None
+
+
+def _hub_url(exc: httpx.TransportError) -> str:
+    try:
+        url = exc.request.url
+    except RuntimeError:  # an error raised without its request
+        return "the hub's URL"
+    return f"{url.scheme}://{url.netloc.decode()}"

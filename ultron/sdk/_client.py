@@ -273,6 +273,13 @@ class Ultron:
             report.add(VaultReport(created=done.created, updated=done.updated, skipped=done.skipped))
         return report
 
+    # The names users of other memory libraries type first; each is the method it names, not a wrapper.
+    add = upload_memory
+    search = search_memories
+    get = get_memory
+    update = edit_memory
+    delete = delete_memory
+
     # --- companion memory ----------------------------------------------------------------------
 
     def brief(self, task: str | None = None, max_tokens: int | None = None) -> Brief:

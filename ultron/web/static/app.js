@@ -593,6 +593,30 @@ function hashOf(id) { let x = 2166136261; for (const c of id) { x ^= c.charCodeA
 // Knowledge clusters are drawn in pale hues, so they do not read as memory types (the saturated ones).
 const CLUSTER_COLORS = ["#f1f5f9", "#5eead4", "#bef264", "#fda4af", "#fde68a", "#a5b4fc", "#67e8f9", "#f0abfc"];
 const CLUSTER_LABELS = 12;  // the largest drawn clusters are labelled; the others on hover
+const STOPWORDS = new Set(("the a an and or of to in on for with from by at is are was were be been it its this that these " +
+  "as not no after before when then into over under via per than but has have had can cannot does did do use used using " +
+  "every each all any only also more most less same other new old one two first last just how what why which who").split(" "));
+
+function clusterNames(data) {
+  // A cluster is named when it first crystallizes; until then the map calls it by the words that set its
+  // members apart: those in many of its sampled members' lines and in few other clusters' (df × idf), top 3.
+  const words = (text) => [...new Set(((text || "").toLowerCase().match(/[\p{L}\p{N}][\p{L}\p{N}_+#.-]*/gu) || [])
+    .map((w) => w.replace(/[.-]+$/, "")).filter((w) => w.length > 2 && !STOPWORDS.has(w) && !/^[\d.]+$/.test(w)))];
+  const counts = {}, spread = {};
+  for (const c of data.clusters) {
+    counts[c.id] = {};
+    for (const n of data.nodes) if (n.cluster_id === c.id) for (const w of words(n.label)) counts[c.id][w] = (counts[c.id][w] || 0) + 1;
+    for (const w of Object.keys(counts[c.id])) spread[w] = (spread[w] || 0) + 1;
+  }
+  const names = {};
+  for (const c of data.clusters) {
+    if (c.topic) { names[c.id] = c.topic; continue; }
+    const ranked = Object.entries(counts[c.id]).map(([w, k]) => [w, k * Math.log(1 + data.clusters.length / spread[w])])
+      .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
+    names[c.id] = ranked.slice(0, 3).map(([w]) => w).join(" · ") || `${c.member_count} related memories`;
+  }
+  return names;
+}
 
 async function pageMap(main, clusterId) {
   const data = await api(`/api/dashboard/map?per_tier=300${state.mapStale ? "&fresh=true" : ""}`);
@@ -744,11 +768,12 @@ function drawClusters(data, pos, spokes, markers, tip, showTip) {
   // Each cluster with two or more memories on the map: a diamond at its members' mean position, a spoke
   // to each of them, its topic as the label (where it fits). Returns how many were drawn.
   state.mapClusters = {};
+  const names = clusterNames(data);
   const shapes = [];
   data.clusters.forEach((c, i) => {
     const color = CLUSTER_COLORS[i % CLUSTER_COLORS.length];
     const shown = data.nodes.filter((n) => n.cluster_id === c.id && pos[n.id]);
-    state.mapClusters[c.id] = { cluster: c, members: shown, color };
+    state.mapClusters[c.id] = { cluster: c, members: shown, color, name: names[c.id] };
     if (shown.length < 2) return;
     const cx = shown.reduce((x, n) => x + pos[n.id][0], 0) / shown.length;
     const cy = shown.reduce((y, n) => y + pos[n.id][1], 0) / shown.length;
@@ -758,23 +783,24 @@ function drawClusters(data, pos, spokes, markers, tip, showTip) {
   const placed = shapes.map(({ cx, cy, r }) => [cx - r, cy - r, 2 * r, 2 * r]);  // labels keep off every marker
   let labelled = 0;
   for (const { c, color, shown, cx, cy, r } of shapes) {
-    // A cluster is named when it first crystallizes; the unnamed ones are drawn fainter and not labelled.
+    // A cluster is named when it first crystallizes; the unnamed ones are drawn fainter, labelled in italics
+    // with their members' distinguishing words.
     const line = c.topic ? { "stroke-opacity": 0.5, "stroke-width": 1.2 } : { "stroke-opacity": 0.3, "stroke-width": 1, "stroke-dasharray": "2 3" };
     for (const n of shown) spokes.append(s("line", { x1: cx, y1: cy, x2: pos[n.id][0], y2: pos[n.id][1], stroke: color, ...line }));
     const marker = s("path", { class: "cluster-node", d: `M${cx} ${cy - r}L${cx + r} ${cy}L${cx} ${cy + r}L${cx - r} ${cy}Z`, fill: color,
       "data-cluster": c.id, "data-testid": "map-cluster" });
-    marker.addEventListener("mouseenter", (ev) => showTip(ev, h("b", {}, c.topic || "unnamed cluster"),
+    marker.addEventListener("mouseenter", (ev) => showTip(ev, h("b", {}, names[c.id]), c.topic ? null : h("div", { class: "fine" }, "not yet named: its members' words"),
       h("div", { class: "muted" }, `${fmt(c.member_count)} memories · ${shown.length} on the map`),
       c.skill_slug ? h("div", {}, `◆ ${c.skill_name} v${c.skill_version}`) : null));
     marker.addEventListener("mouseleave", () => { tip.hidden = true; });
     marker.addEventListener("click", () => { tip.hidden = true; openCluster(c.id); });
     markers.append(marker);
-    if (!c.topic || labelled >= CLUSTER_LABELS) continue;
-    const text = `${c.skill_slug ? "◆ " : ""}${clip(c.topic, 30)}`;
+    if (labelled >= CLUSTER_LABELS) continue;
+    const text = `${c.skill_slug ? "◆ " : ""}${clip(names[c.id], 30)}`;
     const spot = freeSpot(placed, cx, cy, r, text.length * 6.6);
     if (!spot) continue;
     labelled++;
-    markers.append(s("text", { class: "cluster-label", x: spot.x, y: spot.y, "text-anchor": spot.anchor, fill: color, "data-testid": "map-cluster-label" }, text));
+    markers.append(s("text", { class: c.topic ? "cluster-label" : "cluster-label unnamed", x: spot.x, y: spot.y, "text-anchor": spot.anchor, fill: color, "data-testid": "map-cluster-label" }, text));
   }
   return shapes.length;
 }
@@ -807,10 +833,10 @@ function clusterCard(data, drawn, toggle) {
   card.append(h("div", { class: "fine", style: "margin-bottom:8px" },
     `${fmt(drawn)} drawn · ${fmt(data.clusters_total)} clusters of 2+ memories in all`));
   card.append(h("div", { class: "cluster-list" }, data.clusters.slice(0, 10).map((c) => {
-    const { color } = state.mapClusters[c.id];
+    const { color, name } = state.mapClusters[c.id];
     return h("div", { class: "cluster-row", "data-cluster": c.id, onclick: () => openCluster(c.id) },
       h("i", { class: "swatch", style: `background:${color}` }),
-      h("span", { class: "name", title: c.topic }, c.topic || "unnamed"),
+      h("span", { class: c.topic ? "name" : "name unnamed", title: name, "data-testid": "cluster-name" }, name),
       c.skill_slug ? h("span", { class: "skill-mark", title: `skill ${c.skill_name}` }, "◆") : null,
       h("span", { class: "num" }, fmt(c.member_count)));
   })));
@@ -824,7 +850,7 @@ function openClusterById(id) {
 }
 
 function openCluster(id) {
-  const { cluster: c, members, color } = state.mapClusters[id];
+  const { cluster: c, members, color, name } = state.mapClusters[id];
   const d = document.getElementById("drawer");
   d.hidden = false;
   history.replaceState(null, "", `#/map/${c.id}`);
@@ -833,7 +859,8 @@ function openCluster(id) {
     : h("span", { class: "muted" }, "none yet: a cluster is crystallized into a skill once it has enough members");
   d.replaceChildren(h("button", { class: "btn small close", onclick: () => closeDrawer(), "aria-label": "Close" }, "✕"),
     h("div", { class: "chips" }, h("span", { class: "chip" }, h("span", { class: "dot", style: `background:${color}` }), "knowledge cluster")),
-    h("div", { class: "title", "data-testid": "cluster-topic" }, c.topic || "Unnamed cluster (named when it first crystallizes)"),
+    h("div", { class: "title", "data-testid": "cluster-topic" }, name),
+    c.topic ? null : h("div", { class: "fine" }, "Not named yet (a cluster is named when it first crystallizes): these are the words that set its members apart."),
     h("dl", { class: "meta", "data-testid": "cluster-panel" },
       h("dt", {}, "Memories"), h("dd", { "data-testid": "cluster-size" }, fmt(c.member_count)),
       h("dt", {}, "On this map"), h("dd", {}, `${fmt(members.length)} of them (the map shows the most used memories)`),
@@ -1207,6 +1234,36 @@ async function pageSettings(main) {
     h("p", { class: "fine" }, "Change these with ULTRON_* environment variables or command-line options and restart the hub; see docs/configuration.md. The runtime settings above override them for this tenant without a restart."));
 }
 
+// One line of plain words per runtime setting, above its formula (the setting's own description).
+const PLAIN_SETTINGS = {
+  time_decay_weight: "How much recent use counts in search: 0 ignores it, 1 ranks by it most.",
+  decay_alpha: "How fast an unused memory cools down; higher forgets faster.",
+  tier_boost_hot: "Extra weight for the most used memories in search.",
+  tier_boost_warm: "Weight for memories in ordinary use.",
+  tier_boost_cold: "Weight for rarely used memories (below 1 pushes them down).",
+  fulltext_weight: "How much exact words count against meaning when ranking search results.",
+  resonance_weight: "When a search gives a mood, how much memories of a similar mood rise.",
+  urgency_weight: "How much intense (high-arousal) memories rise in search.",
+  arousal_decay_slowdown: "Intense memories cool down more slowly by this much.",
+  freshness_weight: "Bonus for memories stored very recently.",
+  freshness_hours: "How long a new memory keeps its freshness bonus.",
+  entity_weight: "Bonus for memories that name the same people, places or things as the search.",
+  resolved_factor: "How far down a resolved memory sinks in search.",
+  serendipity_enabled: "Let a search that finds little show an old, forgotten memory or two.",
+  serendipity_min_results: "Show such a surprise when a search returns fewer results than this.",
+  serendipity_relevance: "…or when its best result is weaker than this.",
+  serendipity_min_age_days: "Only memories unused for at least this many days can surface by surprise.",
+  brief_max_tokens: "How long the session-start brief may be, in tokens.",
+  brief_personal_limit: "Most facts about the person (life, preferences) a brief includes.",
+  brief_hot_limit: "Most of the busiest memories a brief includes.",
+  hot_percentile: "Share of memories, by use, that count as HOT.",
+  warm_percentile: "The next share counts as WARM; the rest is COLD.",
+  cold_ttl_days: "Days a COLD memory may go unused before it is archived.",
+  personal_ttl_days: "The same for personal memories, which are kept much longer.",
+  arousal_tier_weight: "Intense memories stay in a warmer tier by this much.",
+  arousal_ttl_factor: "Intense memories are kept longer before archiving by this much.",
+};
+
 const settingText = (v) => (v === null || v === undefined ? "" : String(v));
 
 function runtimeCard(view) {
@@ -1228,7 +1285,8 @@ function runtimeCard(view) {
     const reset = st.changed && !ro ? h("button", { class: "btn small", type: "button", "data-testid": `reset-${st.name}`,
       onclick: () => save({ reset: [st.name] }) }, "Reset") : null;
     return h("tr", { "data-setting": st.name, class: st.changed ? "changed" : null },
-      h("td", { class: "k" }, st.name, h("div", { class: "fine" }, st.description)),
+      h("td", { class: "k" }, st.name, h("div", { class: "plain", "data-testid": "setting-plain" }, PLAIN_SETTINGS[st.name] || ""),
+        h("div", { class: "fine" }, st.description)),
       h("td", {}, h("span", { class: "chip" }, st.part)),
       h("td", {}, input),
       h("td", { class: "muted" }, settingText(st.default) || "unset"),
@@ -1287,6 +1345,8 @@ function runtimeCard(view) {
 
 // --- Similarity network -------------------------------------------------------------------------------
 
+const NETWORK_LABELS = 30;  // the most used memories are labelled; the others on hover
+
 async function pageNetwork(main) {
   const data = await api("/api/dashboard/network?limit=80&k=4");
   if (!main.isConnected) return;
@@ -1325,12 +1385,23 @@ async function pageNetwork(main) {
       s("title", {}, `similarity ${sim.toFixed(3)}`)));
   }
   const maxHits = Math.max(1, ...data.nodes.map((d) => d.hit_count));
+  const radius = (d) => 5 + 7 * Math.sqrt(d.hit_count / maxHits);
   data.nodes.forEach((d, i) => {
-    const dot = s("circle", { cx: pos[i][0], cy: pos[i][1], r: 5 + 7 * Math.sqrt(d.hit_count / maxHits), fill: typeColor(d.memory_type), class: "net-node", "data-id": d.id },
+    const dot = s("circle", { cx: pos[i][0], cy: pos[i][1], r: radius(d), fill: typeColor(d.memory_type), class: "net-node", "data-id": d.id },
       s("title", {}, `${d.summary} · ${d.memory_type} · ${d.tier} · ${d.hit_count} hits`));
     dot.addEventListener("click", () => openMemory(d.id));
     svg.append(dot);
   });
+  // Readable without hovering: the most used memories get a short label where it overlaps no dot and no
+  // other label (the rest keep their hover title).
+  const placed = data.nodes.map((d, i) => [pos[i][0] - radius(d), pos[i][1] - radius(d), 2 * radius(d), 2 * radius(d)]);
+  const labels = s("g", { class: "net-labels" });
+  data.nodes.map((d, i) => [d, i]).sort(([a], [b]) => b.hit_count - a.hit_count).slice(0, NETWORK_LABELS).forEach(([d, i]) => {
+    const text = clip(d.summary || "", 28);
+    const spot = text && freeSpot(placed, pos[i][0], pos[i][1], radius(d), text.length * 6.6);
+    if (spot) labels.append(s("text", { class: "net-label", x: spot.x, y: spot.y, "text-anchor": spot.anchor, "data-testid": "network-label" }, text));
+  });
+  svg.append(labels);
   main.replaceChildren(head("Similarity network", `${n} most used memories, ${links.length} links at similarity ≥ ${data.min_similarity.toFixed(3)} (calibrated for this embedding model)`),
     h("div", { class: "card map-card" }, n ? svg : h("div", { class: "muted" }, "No memories yet.")),
     h("div", { class: "legend" }, TYPES.map((t) => h("span", {}, h("i", { style: `background:${typeColor(t)}` }), t))));
@@ -1363,6 +1434,8 @@ async function pageBrief(main) {
     out.replaceChildren(used, ...tips, ...rows);
   };
   const go = h("button", { class: "btn", onclick: () => run().catch((e) => out.replaceChildren(h("div", { class: "card error" }, e.message))), "data-testid": "brief-run" }, "Simulate");
+  // Enter in the task (or budget) field runs it, as the Simulate button does.
+  for (const field of [task, budget]) field.addEventListener("keydown", (ev) => { if (ev.key === "Enter") { ev.preventDefault(); go.click(); } });
   main.replaceChildren(head("Brief simulation", "what this agent would receive at session start, in order, and why"),
     h("div", { class: "toolbar" }, task, budget, go), out);
   await run();
