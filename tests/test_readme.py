@@ -137,8 +137,9 @@ def test_the_readme_walks(walk_dir, page):
         assert proc.returncode == 0, f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
         assert "Traceback" not in proc.stderr, proc.stderr
         for expected in EXPECTED[page]:
-            found = expected.search(proc.stdout) if isinstance(expected, re.Pattern) else expected in proc.stdout
-            assert found, (expected, proc.stdout[-3000:])
+            out = proc.stdout
+            found = expected.search(out) if isinstance(expected, re.Pattern) else expected in out
+            assert found, (expected, out[-3000:])
     finally:
         hub.terminate()
         hub.wait(timeout=60)
