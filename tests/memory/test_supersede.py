@@ -96,3 +96,14 @@ def test_an_earlier_fact_uploaded_later_is_the_superseded_one(make_hub):  # type
     old = add(hub, "The team standup is at 9:30 every day.", occurred_at=datetime(2026, 1, 1, tzinfo=UTC))
     assert get(hub, old.id).superseded_by == new.id
     assert get(hub, new.id).superseded_by is None
+
+
+def test_an_update_is_never_merged_even_at_the_automatic_threshold(make_hub):  # type: ignore[no-untyped-def]
+    # every pair of memories is "close enough" to merge without the judge: the update is still kept apart
+    hub = make_hub(dedup_similarity_threshold=0.01, dedup_soft_threshold=0.01)
+    old = add(hub, "Reports are exported as CSV.")
+    new = add(hub, "Reports are exported as Parquet now.")
+    assert new.id != old.id
+    assert get(hub, old.id).superseded_by == new.id
+    same = add(hub, "Reports are exported as CSV.")
+    assert same.id == old.id  # a plain duplicate still merges

@@ -388,6 +388,13 @@ def _superseding_view(p: _Prepared) -> dict[str, Any]:
     return {**p.fields, "memory_type": p.memory_type, "occurred_at": p.occurred_at}
 
 
+def _is_update(p: _Prepared, existing: dict[str, str]) -> bool:
+    """An upload that changes the value of a close memory (db-stage-1 -> db-stage-2) is no duplicate: it
+    is kept as a second memory and linked as superseding it (_joined)."""
+    new = _superseding_view(p)
+    return supersede.updates(new, existing) or supersede.updates(existing, new)
+
+
 def _nearest_params(actor: Actor, p: _Prepared) -> dict[str, Any]:
     """The dedup probe's (nearest_same_type) parameters for a prepared upload."""
     return {
@@ -698,12 +705,7 @@ class MemoryService:
         known: dict[str, str] | None = None,
     ) -> bool:
         existing = self._fields_of(session, actor, memory_id, known)
-        # an update of a value (db-stage-1 -> db-stage-2) is kept as a second memory, then linked (_joined)
-        if supersede.updates(_superseding_view(p), existing) or supersede.updates(
-            existing, _superseding_view(p)
-        ):
-            return False
-        return bool(self.intelligence.judge_same(existing, p.fields))
+        return not _is_update(p, existing) and bool(self.intelligence.judge_same(existing, p.fields))
 
     # --- upload --------------------------------------------------------------------------------
 
@@ -953,7 +955,8 @@ class MemoryService:
         package, version, path, command, error code, number or date: heuristic.conflicts)."""
         if sim < self.hard_threshold:
             return False
-        return agree(self._fields_of(session, actor, memory_id, known), p.fields)
+        existing = self._fields_of(session, actor, memory_id, known)
+        return agree(existing, p.fields) and not _is_update(p, existing)
 
     def merge_verdict(
         self, existing: dict[str, str], incoming: dict[str, str], sim: float
