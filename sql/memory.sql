@@ -306,7 +306,8 @@ WITH vec AS MATERIALIZED (
 )
 SELECT t.*, m.memory_type, m.content, m.context, m.resolution, m.tags, m.summary_l0, m.overview_l1,
        m.status, m.scope, m.group_name, m.pinned, m.hit_count, m.last_hit_at, m.created_at, m.updated_at,
-       m.redacted_entities, m.valence, m.arousal, m.importance, m.resolved_at, a.name AS agent_name,
+       m.redacted_entities, m.valence, m.arousal, m.importance, m.resolved_at, m.superseded_by_id,
+       a.name AS agent_name,
        (SELECT count(*) FROM memory_contributions c WHERE c.memory_id = m.id) AS contributions,
        -- the people, places and projects it names (the companion's entity signal; no second round trip)
        ARRAY(SELECT e.name FROM memory_entities e WHERE e.memory_id = m.id ORDER BY e.name) AS entity_names,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 
 import pytest
@@ -102,8 +103,25 @@ def test_conversation_suite_prints_the_hub_beside_bm25_and_dense(
         assert 0 <= r1 <= r5 <= r10 <= 1 and 0 <= mrr <= 1
     assert float(rows_out[("overall", "hub")][5]) > 0.3
     assert "no-answer questions" in out
+    assert re.search(r"evidence above every question-only turn: \d+/\d+", out)
+    current = re.search(r"superseded facts: the current fact ranks first for (\d+)/(\d+)", out)
+    assert current is not None and int(current.group(2)) >= 50
+    assert int(current.group(1)) >= 0.8 * int(current.group(2))  # the hash embedder; e5: docs/evaluation.md
     explained = json.loads(dump.read_text(encoding="utf-8"))
     first = next(v for v in explained.values() if v["results"])
     assert {"vector_rank", "text_rank_position", "fused", "neighbour_credit", "confidence"} <= set(
         first["results"][0]
     )
+
+
+def test_answer_first_compares_the_evidence_with_the_question_only_turns():
+    from ultron.bench.evaluation.conversations import answer_first
+
+    askers = frozenset({"q1", "q2"})
+    assert answer_first([{"e1"}, {"q1"}], ["e1"], askers) is True
+    assert answer_first([{"q1"}, {"e1"}], ["e1"], askers) is False
+    assert (
+        answer_first([{"x"}, {"q1", "x"}, {"e1"}], ["e1"], askers) is True
+    )  # a merged memory that also tells
+    assert answer_first([{"x"}, {"y"}], ["e1"], askers) is None
+    assert answer_first([{"q2"}], ["e1"], askers) is False  # the evidence missing, a question found

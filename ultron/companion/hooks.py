@@ -25,6 +25,7 @@ from ultron.companion.serendipity import Calibration, calibration_for
 from ultron.config import Settings
 from ultron.db.models import Memory, MemoryEntity
 from ultron.db.queries import q
+from ultron.memory.classify import IMPORTANCE_DEFAULT, infer_importance
 from ultron.memory.schemas import ScoreComponents, SearchResult, UploadRequest, UploadResult
 from ultron.memory.service import load_records, project
 from ultron.providers.base import Embedder
@@ -138,11 +139,18 @@ class MemoryHooks:
         return out
 
     def _new_memory_columns(self, req: UploadRequest, record: Any) -> dict[str, Any]:
-        """What a new memory's row gets besides its text: the given importance, the given moods, or the
-        mood inferred from its text."""
+        """What a new memory's row gets besides its text: the given importance (else the one inferred from
+        its type and text: a production outage high, chit-chat low), the given moods, or the mood inferred
+        from its text."""
         update: dict[str, Any] = {}
         if req.importance is not None:
             update["importance"] = req.importance
+        else:
+            importance = infer_importance(
+                record.memory_type, record.content, record.context, record.resolution
+            )
+            if importance != IMPORTANCE_DEFAULT:
+                update["importance"] = importance
         if req.valence is not None or req.arousal is not None:
             update["valence"] = _blend(record.valence, req.valence, False)
             update["arousal"] = _blend(record.arousal, req.arousal, False)

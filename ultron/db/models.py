@@ -170,6 +170,7 @@ class Memory(Base):
         ),
         _tenant_fk("memories", "agent_id", "agents", "SET NULL"),
         _tenant_fk("memories", "merged_into_id", "memories", "SET NULL"),
+        _tenant_fk("memories", "superseded_by_id", "memories", "SET NULL"),
     )
 
     id: Mapped[uuid.UUID] = _uuid_pk()
@@ -203,6 +204,9 @@ class Memory(Base):
         JSONB, nullable=False, server_default=text("'{}'")
     )
     merged_into_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
+    # The newer memory that updates this one (same subject, changed value; migration 0018): search ranks
+    # that one first and flags this one as superseded.
+    superseded_by_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
     archived_reason: Mapped[str | None] = mapped_column(Text)
     archived_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     # A memory's conversation or session and its place there, and when what it tells happened (all

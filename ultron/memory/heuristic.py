@@ -12,6 +12,7 @@ import functools
 import re
 from typing import Any
 
+from ultron.memory import classify
 from ultron.providers.tokens import count_tokens, truncate_to_tokens
 
 # --- type inference ----------------------------------------------------------------------------------
@@ -115,8 +116,11 @@ DEFAULT_TYPE = "pattern"
 
 
 def infer_type(content: str, context: str = "", resolution: str = "") -> str:
-    """One of MEMORY_TYPES by keyword rules over all three fields; 'pattern' when nothing matches."""
-    return _type_of("\n".join((content, context, resolution)))
+    """One of MEMORY_TYPES by keyword rules over all three fields, then classify's second look at what
+    they leave as 'pattern' (failures without an exception name, chat filler, personal narration)."""
+    return classify.refine_type(
+        _type_of("\n".join((content, context, resolution))), content, context, resolution
+    )
 
 
 # An upload's text is typed when it is prepared and again when the judge asks whether either side is an
@@ -494,7 +498,7 @@ def conflicts(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
 # Words that every turn of a conversation or every filled-in template shares: greetings, fillers,
 # feelings, time words. They say nothing about WHAT a memory is about, so they are no evidence of a
 # duplicate (numbers, names and dates are left out of the evidence the same way).
-_CHAT_WORDS = frozenset(
+CHAT_WORDS = _CHAT_WORDS = frozenset(
     """hey hi hello oh wow yeah yes yep ok okay sure good great nice cool awesome amazing wonderful glad happy
     fun thank thanks love like lol haha really so well just too see seen look feel felt think thought know
     knew want wanted sound been doing going go went come came today tomorrow yesterday tonight week weekend
@@ -657,6 +661,9 @@ def _units(block: list[str]) -> list[tuple[str, str]]:
     intro, items = _list_items(lines)
     if len(items) < 2 or _is_story(items):
         body = "\n".join(intro + items) if items else "\n".join(line.strip() for line in lines)
+        if not items and not any(_RESOLUTION_LABEL.match(line.strip()) for line in lines):
+            # one paragraph of prose: a diary of several events is several memories
+            return [(event, title) for event in classify.events(body)] if body else [(title, "")]
         return [(body or title, title if body else "")]
     context = ": ".join(part for part in (title, " ".join(intro).rstrip(":：")) if part)
     return [(item, context) for item in items]

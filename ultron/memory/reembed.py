@@ -9,11 +9,17 @@ import numpy as np
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
-from ultron.memory.text import embedding_text
+from ultron.memory.text import embedded_fields, embedding_text
 from ultron.providers.base import Embedder
 
 Progress = Callable[[int, int, str], None]
 ZERO_UUID = "00000000-0000-0000-0000-000000000000"
+
+
+def _memory_text(content: str, context: str, resolution: str, thread: str | None) -> str:
+    """What upload embeds: a thread's turn without its speaker label (text.embedding_text)."""
+    fields = {"content": content, "context": context, "resolution": resolution}
+    return embedding_text(**embedded_fields(fields, thread is not None))
 
 
 def reembed_memories(
@@ -23,8 +29,8 @@ def reembed_memories(
         conn,
         embedder,
         "memories",
-        ("content", "context", "resolution"),
-        embedding_text,
+        ("content", "context", "resolution", "thread"),
+        _memory_text,
         batch_size,
         total,
         progress,

@@ -129,6 +129,10 @@ class MemoryRecord(BaseModel):
     occurred_at: datetime | None = Field(None, description="When what it tells happened")
     importance: int = Field(5, description="1 (trivial) to 10 (vital)")
     resolved_at: datetime | None = Field(None, description="When it was resolved: it then sinks in ranking")
+    superseded_by: UUID | None = Field(
+        None,
+        description="The newer memory that updates this one (same subject, changed value): it ranks first",
+    )
 
 
 class ScoreComponents(BaseModel):
@@ -182,6 +186,12 @@ class ScoreComponents(BaseModel):
         None,
         description="The memory that only asks whose place this reply took (the turn before it in its "
         "thread); a reply brought in so carries that question's components",
+    )
+    superseded_by: UUID | None = Field(
+        None, description="This memory is superseded by that newer one: its score was x superseded_weight"
+    )
+    supersedes: UUID | None = Field(
+        None, description="The superseded memory this current one was ranked above (brought in for it)"
     )
     entity: float | None = Field(None, description="Factor for people/places/projects shared with the query")
     entities: list[str] | None = Field(None, description="The entities this memory shares with the query")

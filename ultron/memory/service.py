@@ -43,7 +43,7 @@ from ultron.db.models import ActivityEvent, Agent, Memory, MemoryContribution
 from ultron.db.plans import SORT_DEFAULT, SORT_OFF, WALK_SHARE, WalkCache
 from ultron.db.queries import dollar_params, q
 from ultron.errors import Forbidden, NotFound, UltronError, ValidationFailed
-from ultron.memory import document, fulltext
+from ultron.memory import document, fulltext, supersede
 from ultron.memory.filters import NO_FILTERS_PARAMS, SearchFilters
 from ultron.memory.heuristic import agree, conflicts
 from ultron.memory.hits import HitBuffer, SearchUse
@@ -60,7 +60,7 @@ from ultron.memory.schemas import (
     UploadResult,
 )
 from ultron.memory.termstats import TermStatsKeeper
-from ultron.memory.text import MEMORY_TYPES, embedding_text
+from ultron.memory.text import MEMORY_TYPES, embedded_fields, embedding_text
 from ultron.memory.timeq import query_time_range
 from ultron.observability.metrics import counts_search, counts_upload, record_upload
 from ultron.providers.base import Embedder
@@ -393,6 +393,18 @@ def _sink_questions(rows: Sequence[Any], results: list[SearchResult], weight: fl
     return sorted(results, key=lambda r: (-r.score, str(r.record.id))) if sunk else results
 
 
+def _superseding_view(p: _Prepared) -> dict[str, Any]:
+    """What supersede.updates reads of a new memory."""
+    return {**p.fields, "memory_type": p.memory_type, "occurred_at": p.occurred_at}
+
+
+def _is_update(p: _Prepared, existing: dict[str, str]) -> bool:
+    """An upload that changes the value of a close memory (db-stage-1 -> db-stage-2) is no duplicate: it
+    is kept as a second memory and linked as superseding it (_joined)."""
+    new = _superseding_view(p)
+    return supersede.updates(new, existing) or supersede.updates(existing, new)
+
+
 def _nearest_params(actor: Actor, p: _Prepared) -> dict[str, Any]:
     """The dedup probe's (nearest_same_type) parameters for a prepared upload."""
     return {
@@ -607,8 +619,8 @@ class MemoryService:
             if len(value) > limit:
                 raise ValidationFailed(f"{name} is {len(value)} characters; the limit is {limit}")
 
-    def _embed_one(self, fields: dict[str, str]) -> np.ndarray:
-        vector = self.embedder.embed([embedding_text(**fields)], kind="document")[0]
+    def _embed_one(self, fields: dict[str, str], turn: bool = False) -> np.ndarray:
+        vector = self.embedder.embed([embedding_text(**embedded_fields(fields, turn))], kind="document")[0]
         return np.asarray(vector, dtype=np.float32)
 
     def _prepare(self, req: UploadRequest, actor: Actor, *, embed: bool = True) -> _Prepared:
@@ -633,7 +645,7 @@ class MemoryService:
             tags=tags[: self.settings.max_tags],
             redacted=redacted,
             memory_type=memory_type,
-            embedding=self._embed_one(fields) if embed else None,
+            embedding=self._embed_one(fields, req.thread is not None) if embed else None,
             summary_l0=l0,
             overview_l1=l1,
             content_hash=content_hash(**fields),
@@ -703,7 +715,7 @@ class MemoryService:
         known: dict[str, str] | None = None,
     ) -> bool:
         existing = self._fields_of(session, actor, memory_id, known)
-        return bool(self.intelligence.judge_same(existing, p.fields))
+        return not _is_update(p, existing) and bool(self.intelligence.judge_same(existing, p.fields))
 
     # --- upload --------------------------------------------------------------------------------
 
@@ -733,7 +745,9 @@ class MemoryService:
             except ValidationFailed as exc:
                 out.append(exc)
         todo = [p for p in out if isinstance(p, _Prepared)]
-        vectors = self.embedder.embed([embedding_text(**p.fields) for p in todo], kind="document")
+        vectors = self.embedder.embed(
+            [embedding_text(**embedded_fields(p.fields, p.thread is not None)) for p in todo], kind="document"
+        )
         for p, vector in zip(todo, vectors, strict=True):
             p.embedding = np.asarray(vector, dtype=np.float32)
         return out
@@ -908,6 +922,8 @@ class MemoryService:
                 for memory_id, _, p in created
             ],
         )
+        for memory_id, _, p in created:  # in order, as single uploads link (_joined)
+            supersede.link_new(session, actor.tenant_id, memory_id, _superseding_view(p))
         shared = [(memory_id, p.embedding) for memory_id, _, p in created if p.scope == "shared"]
         if self.clusters is not None and shared:  # in order, as single uploads run `assign`
             self.clusters.assign_many(session, actor.tenant_id, shared)
@@ -949,7 +965,8 @@ class MemoryService:
         package, version, path, command, error code, number or date: heuristic.conflicts)."""
         if sim < self.hard_threshold:
             return False
-        return agree(self._fields_of(session, actor, memory_id, known), p.fields)
+        existing = self._fields_of(session, actor, memory_id, known)
+        return agree(existing, p.fields) and not _is_update(p, existing)
 
     def merge_verdict(
         self, existing: dict[str, str], incoming: dict[str, str], sim: float
@@ -1065,7 +1082,9 @@ class MemoryService:
         return memory
 
     def _joined(self, session: Session, tenant_id: UUID, memory_id: UUID, p: _Prepared) -> None:
-        """What follows a new memory's INSERT: its cluster, the term statistics' change count."""
+        """What follows a new memory's INSERT: its cluster, the term statistics' change count, its link to
+        a memory it updates (supersede.link_new)."""
+        supersede.link_new(session, tenant_id, memory_id, _superseding_view(p))
         # Skills are read by the whole tenant: only shared memories feed clusters (and so skills).
         if self.clusters is not None and p.scope == "shared":
             self.clusters.assign(session, tenant_id, memory_id, p.embedding)
@@ -1194,7 +1213,7 @@ class MemoryService:
             tags=list(c.tags)[: self.settings.max_tags],
             redacted={},  # counted on the memory it was merged into, which keeps the count
             memory_type=memory_type if memory_type in MEMORY_TYPES else "pattern",
-            embedding=self._embed_one(fields),
+            embedding=self._embed_one(fields, memory.thread is not None),
             summary_l0=l0,
             overview_l1=l1,
             content_hash=content_hash(**fields),
@@ -1254,7 +1273,7 @@ class MemoryService:
     def _apply_text(self, memory: Memory, fields: dict[str, str]) -> None:
         """New text: re-embed, re-summarize (the caller re-indexes: document.rebuild)."""
         memory.content, memory.context, memory.resolution = (fields[k] for k in TEXT_FIELDS)
-        memory.embedding = self._embed_one(fields)
+        memory.embedding = self._embed_one(fields, memory.thread is not None)
         memory.summary_l0, memory.overview_l1 = self.intelligence.summarize(**fields)
         memory.content_hash = content_hash(**fields)
 
@@ -1345,6 +1364,21 @@ class MemoryService:
             results = _sink_questions(rows, results, st.question_weight)
             if asked:
                 results = _hand_to_replies(asked, results, detail_level, limit, st.reply_weight)
+        # A current fact the statement did not return is brought in only when nothing narrowed the search:
+        # a tier or a filter it may not pass.
+        results = supersede.rank_current(
+            results,
+            lambda ids: (
+                {}
+                if given or tier is not None
+                else {
+                    i: project(r, detail_level)
+                    for i, r in load_records(session, ids, actor).items()
+                    if r.status == "active"
+                }
+            ),
+            limit,
+        )
         if explain:
             matched = document.matched_contributions(
                 session, actor.tenant_id, query, [r.record.id for r in results]
@@ -1711,6 +1745,7 @@ def _record_fields(m: Memory | Any, agent: str | None, contributions: int) -> di
         "occurred_at": m.occurred_at,
         "importance": m.importance,
         "resolved_at": m.resolved_at,
+        "superseded_by": getattr(m, "superseded_by_id", None),
     }
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ultron.memory.classify import words_of
+
 MEMORY_TYPES = ("error", "security", "correction", "pattern", "preference", "life")
 # An agent's own lessons: stored apart, never inferred for an upload, never merged into the types above.
 REFLECTION_TYPE = "reflection"
@@ -11,6 +13,14 @@ STORED_TYPES = (*MEMORY_TYPES, REFLECTION_TYPE)
 
 # Characters of each field that go into the embedding; the head of a field carries its subject.
 EMBED_FIELD_CHARS = {"content": 1200, "context": 400, "resolution": 600}
+
+
+def embedded_fields(fields: dict[str, str], turn: bool) -> dict[str, str]:
+    """The fields embedding_text reads. `turn`: the memory is a turn of a thread ("Maya: Lily is allergic
+    to peanuts"): its words are embedded without the speaker label, which otherwise dominates a short
+    turn's vector (every "Maya: ..." turn lands near every other). The speaker stays in the full-text
+    document, where a query naming them still matches (a separate signal), and in the stored content."""
+    return {**fields, "content": words_of(fields["content"])} if turn else fields
 
 
 def embedding_text(content: str, context: str = "", resolution: str = "") -> str:

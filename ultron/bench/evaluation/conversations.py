@@ -200,13 +200,66 @@ def upload_turns(hub: Any, actor: Any, turns: Sequence[Turn]) -> dict[UUID, set[
     return held
 
 
+SUPERSEDED_SET = Path(__file__).parent / "data" / "superseded_facts.jsonl"
+
+
+def evaluate_superseded(hub: Any, actor: Any, path: Path = SUPERSEDED_SET) -> dict[str, Any]:
+    """The superseded-fact set: each pair's older fact uploaded, then the newer one that changes its value
+    (a host, a version, a date, a choice), then its question asked. Counts the questions whose first result
+    is the newer fact, and the pairs the upload linked (the older one flagged `superseded_by`)."""
+    pairs = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    ids: dict[str, tuple[UUID, UUID]] = {}
+    for pair in pairs:
+        with hub.db.session() as session:
+            old = hub.memory.upload(session, actor, UploadRequest(content=pair["old"])).record.id
+            new = hub.memory.upload(session, actor, UploadRequest(content=pair["new"])).record.id
+        ids[pair["id"]] = (old, new)
+    out: dict[str, Any] = {"pairs": len(pairs), "current_first": 0, "linked": 0, "merged": 0, "misses": []}
+    by_lang: Counter[str] = Counter()
+    for pair in pairs:
+        old, new = ids[pair["id"]]
+        with hub.db.session() as session:
+            results = hub.memory.search(session, actor, pair["query"], limit=LIMIT)
+            linked = hub.memory.get(session, actor, old).superseded_by == new
+        out["merged"] += old == new
+        out["linked"] += linked
+        if results and results[0].record.id == new and old != new:
+            out["current_first"] += 1
+            by_lang[pair["lang"]] += 1
+        else:
+            out["misses"].append(pair["id"])
+    out["by_lang"] = {lang: [by_lang[lang], sum(p["lang"] == lang for p in pairs)] for lang in ("en", "zh")}
+    return out
+
+
 def low_confidence(results: Sequence[Any]) -> bool:
     """True when a search returned nothing or only results the hub flags as low-confidence."""
     return all(getattr(r, "confidence", "high") == "low" for r in results)
 
 
+def asks_only(turn: Turn) -> bool:
+    """A turn that only asks: its text ends with a question mark (the search's own rule, `asks`)."""
+    return turn.text.rstrip().endswith(("?", "？"))
+
+
+def answer_first(ranks: Sequence[set[str]], evidence: Sequence[str], askers: frozenset[str]) -> bool | None:
+    """Whether the first evidence turn ranks above every question-only turn in the results: True/False,
+    None when neither is among them (nothing to compare). A result that holds an evidence turn counts as
+    evidence; one whose turns all only ask, as a question."""
+    for held in ranks:
+        if held & set(evidence):
+            return True
+        if held and held <= askers:
+            return False
+    return None
+
+
 def evaluate_hub(
-    hub: Any, actor: Any, held: dict[UUID, set[str]], questions: Sequence[Question]
+    hub: Any,
+    actor: Any,
+    held: dict[UUID, set[str]],
+    questions: Sequence[Question],
+    askers: frozenset[str] = frozenset(),
 ) -> tuple[dict[str, Scores], Counter[str], dict[str, list[Any]]]:
     """Every question through the hub's search: scores per group, no-answer flags, the raw results."""
     groups: dict[str, Scores] = defaultdict(Scores)
@@ -223,6 +276,9 @@ def evaluate_hub(
         confident = [h for h, r in zip(ranks, results, strict=True) if r.confidence != "low"]
         hit = set().union(*confident) & set(question.evidence) if confident else set()
         flagged["answered-confident" if hit else "answered-quiet"] += 1
+        first = answer_first(ranks, question.evidence, askers)
+        if first is not None:
+            flagged["answer-first" if first else "question-first"] += 1
         for group in ("overall", question.category, f"lang={question.lang}"):
             groups[group].add(ranks, question.evidence)
     return groups, flagged, raw
@@ -244,8 +300,10 @@ def run(settings: Settings, turns: list[Turn], questions: list[Question]) -> dic
         held = load_hub(hub, actor, turns)
         loaded = time.perf_counter() - started
         started = time.perf_counter()
-        hub_groups, hub_flags, raw = evaluate_hub(hub, actor, held, questions)
+        askers = frozenset(t.id for t in turns if asks_only(t))
+        hub_groups, hub_flags, raw = evaluate_hub(hub, actor, held, questions, askers)
         searched = time.perf_counter() - started
+        superseded = evaluate_superseded(hub, actor)
         docs = [t.content for t in turns]
         bm25 = BM25(docs)
         dense = dense_ranker(hub.embedder, docs)
@@ -281,6 +339,7 @@ def run(settings: Settings, turns: list[Turn], questions: list[Question]) -> dic
             "dump": dump,
             "systems": systems,
             "flagged": {"hub": hub_flags},
+            "superseded": superseded,
             "info": {
                 "embedder": f"{settings.embedding_provider} ({hub.embedder.model_name})",
                 "turns": len(turns),
@@ -321,6 +380,21 @@ def format_report(out: dict[str, Any]) -> str:
         f"answerable questions with an evidence turn among confident results: "
         f"{hub['answered-confident']}/{answered} ({hub['answered-confident'] / max(answered, 1):.1%})"
     )
+    sup = out.get("superseded")
+    if sup:
+        lines.append(
+            f"superseded facts: the current fact ranks first for {sup['current_first']}/{sup['pairs']} "
+            f"({sup['current_first'] / max(sup['pairs'], 1):.1%}; en {sup['by_lang']['en'][0]}/"
+            f"{sup['by_lang']['en'][1]}, zh {sup['by_lang']['zh'][0]}/{sup['by_lang']['zh'][1]}); "
+            f"linked on upload {sup['linked']}, merged {sup['merged']}"
+            + (f"; missed: {', '.join(sup['misses'])}" if sup["misses"] else "")
+        )
+    compared = hub["answer-first"] + hub["question-first"]
+    lines.append(
+        f"evidence above every question-only turn: {hub['answer-first']}/{compared} "
+        f"({hub['answer-first'] / max(compared, 1):.1%}; questions with an evidence or a question-only turn "
+        f"in the top {LIMIT})"
+    )
     return "\n".join(lines)
 
 
@@ -348,7 +422,17 @@ def main(args: argparse.Namespace) -> int:
             for name, groups in out["systems"].items()
         }
         flagged = {n: dict(c) for n, c in out["flagged"].items()}
-        print(json.dumps({"info": out["info"], "systems": systems, "flagged": flagged}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "info": out["info"],
+                    "systems": systems,
+                    "flagged": flagged,
+                    "superseded": out["superseded"],
+                },
+                indent=2,
+            )
+        )
     else:
         print(format_report(out))
     return 0

@@ -1,0 +1,23 @@
+-- Current facts (ultron/memory/supersede.py, docs/ranking.md): a memory that updates another (same subject,
+-- changed value) is linked as superseding it; the older one keeps everything but `superseded_by_id`.
+
+-- name: supersede_candidates
+-- The memories nearest to a new one by cosine that it may update: active, not superseded already, in the
+-- same scope and owner (private: the same agent; group: the same group), any type.
+SELECT m.id, m.memory_type, m.content, m.context, m.resolution, m.occurred_at, m.created_at
+FROM memories n
+CROSS JOIN LATERAL (
+    SELECT c.id, c.memory_type, c.content, c.context, c.resolution, c.occurred_at, c.created_at
+    FROM memories c
+    WHERE c.tenant_id = n.tenant_id AND c.id <> n.id AND c.status = 'active' AND c.superseded_by_id IS NULL
+      AND c.merged_into_id IS NULL AND c.scope = n.scope
+      AND (n.scope <> 'private' OR c.agent_id = n.agent_id)
+      AND (n.scope <> 'group' OR c.group_name = n.group_name)
+    ORDER BY c.embedding <=> n.embedding
+    LIMIT :k
+) m
+WHERE n.id = :id AND n.tenant_id = :tenant_id AND n.embedding IS NOT NULL
+
+-- name: mark_superseded
+UPDATE memories SET superseded_by_id = :newer
+WHERE id = :older AND tenant_id = :tenant_id AND superseded_by_id IS NULL AND id <> :newer

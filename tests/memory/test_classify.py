@@ -1,0 +1,112 @@
+"""Offline typing, importance, chit-chat and the diary split (issue 34, item 6).
+
+The labelled set is tests/data/typing_sentences.jsonl: 200 sentences written for this test (error reports,
+fixes, preferences, personal facts, plans, chat filler; English and Chinese), a `dev` part the rules were
+tuned on and a `held-out` part they were not."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ultron.memory import classify
+from ultron.memory.heuristic import extract, infer_type
+
+SENTENCES = [
+    json.loads(line)
+    for line in (Path(__file__).parent.parent / "data" / "typing_sentences.jsonl")
+    .read_text("utf-8")
+    .splitlines()
+    if line.strip()
+]
+
+
+def _band(importance: int) -> str:
+    return "high" if importance >= 7 else "low" if importance <= 3 else "normal"
+
+
+def _accuracy(rows: list[dict[str, str]]) -> float:
+    return sum(infer_type(r["text"]) == r["type"] for r in rows) / len(rows)
+
+
+def test_the_set_is_200_labelled_sentences_with_a_held_out_part() -> None:
+    assert len(SENTENCES) == 200
+    assert {r["split"] for r in SENTENCES} == {"dev", "held-out"}
+    assert {"error-report", "fix", "preference", "personal-fact", "plan", "chit-chat"} <= {
+        r["category"] for r in SENTENCES
+    }
+
+
+def test_type_accuracy_on_the_200_sentences_is_at_least_0_9() -> None:
+    assert _accuracy(SENTENCES) >= 0.9
+
+
+def test_type_accuracy_on_the_held_out_part() -> None:
+    # Not tuned on: the rules were written against the dev part only (docs/memory-types.md has both).
+    assert _accuracy([r for r in SENTENCES if r["split"] == "held-out"]) >= 0.85
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "error[E0502]: cannot borrow `x` as mutable because it is also borrowed as immutable",
+        "fatal: refusing to merge unrelated histories",
+        "pip install times out",
+    ],
+)
+def test_failures_without_an_exception_name_are_errors(text: str) -> None:
+    assert infer_type(text) == "error"
+
+
+@pytest.mark.parametrize(
+    "turn",
+    [
+        "Maya: That's great! Which dates did you pick?",
+        "Jonas: Honestly a bit chaotic. I finally left the flat and moved into a place with a tiny balcony.",
+        "Maya: The night shifts are brutal, but I like the kids on the ward.",
+        "Priya: 好久不见，最近怎么样？",
+    ],
+)
+def test_personal_chat_turns_are_not_patterns(turn: str) -> None:
+    assert infer_type(turn) != "pattern"
+
+
+def test_importance_is_inferred_on_the_labelled_set() -> None:
+    right = sum(
+        _band(classify.infer_importance(infer_type(r["text"]), r["text"])) == r["importance"]
+        for r in SENTENCES
+    )
+    assert right / len(SENTENCES) >= 0.9
+    assert classify.infer_importance("error", "Production is down: every pod is OOMKilled") >= 7
+    assert classify.infer_importance("life", "We got married last Saturday!") >= 7
+    assert classify.infer_importance("error", "KeyError: 'x' in my notebook") == 5
+
+
+def test_chit_chat_is_flagged_low_value() -> None:
+    turn = "Maya: That's great! Which dates did you pick?"
+    assert classify.is_chit_chat(turn)
+    assert classify.infer_importance(infer_type(turn), turn) <= 3
+    assert not classify.is_chit_chat("Maya: We picked May 12 to 19 for Lisbon.")
+    assert not classify.is_chit_chat("Great, the deploy works now.")
+
+
+def test_a_diary_paragraph_is_split_into_its_events() -> None:
+    diary = (
+        "Busy Saturday. In the morning I took Biscuit to the vet for his vaccinations. After lunch we drove "
+        "to IKEA and bought the bookshelf for the living room. In the evening Lily had her first piano "
+        "recital. Later we ordered pizza and watched a movie with the kids."
+    )
+    items = [i["content"] for i in extract(diary)]
+    assert len(items) == 4
+    assert items[0].startswith("Busy Saturday. In the morning")
+    assert "IKEA" in items[1] and "recital" in items[2] and "pizza" in items[3]
+    zh = "早上带孩子去打疫苗。中午和老同学吃了顿火锅。下午在家修好了漏水的水龙头。晚上陪女儿练了一小时钢琴。"
+    assert len(extract(zh)) == 4
+
+
+def test_a_troubleshooting_story_stays_one_memory() -> None:
+    story = "pip install failed on the runner. Then I retried with a mirror. Later the build passed again."
+    assert len(extract(story)) == 1
+    assert len(extract("The service is a FastAPI app. It talks to Postgres. It returns JSON.")) == 1

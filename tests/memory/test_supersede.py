@@ -1,0 +1,109 @@
+"""Current facts (issue 34, item 2): an upload that changes the value of an older memory (a host, a version,
+a date, a choice) is linked as superseding it; search ranks the current one first and flags the older one,
+which stays stored and searchable; explain shows the link."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from ultron.memory import supersede
+from ultron.memory.schemas import UploadRequest
+from ultron.tenancy import local_actor
+
+
+def add(hub, content, **kw):  # type: ignore[no-untyped-def]
+    with hub.db.session() as s:
+        return hub.memory.upload(s, local_actor(s), UploadRequest(content=content, **kw)).record
+
+
+def search(hub, query, **kw):  # type: ignore[no-untyped-def]
+    with hub.db.session() as s:
+        return hub.memory.search(s, local_actor(s), query, **kw)
+
+
+def get(hub, memory_id):  # type: ignore[no-untyped-def]
+    with hub.db.session() as s:
+        return hub.memory.get(s, local_actor(s), memory_id)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        (
+            "The staging database runs on db-stage-1.",
+            "We moved the staging database to db-stage-2 last night.",
+        ),
+        ("The CI runner uses Python 3.10.", "The CI runner now uses Python 3.12."),
+        ("Lily's piano lesson is on Tuesday.", "Lily's piano lesson was moved to Thursday."),
+        ("I prefer tabs for indentation.", "I switched to spaces for indentation now."),
+        ("预发环境的数据库在 db-pre-1 上。", "预发环境的数据库已经迁到 db-pre-2 了。"),
+    ],
+)
+def test_the_offline_rule_finds_an_update(old: str, new: str) -> None:
+    assert supersede.updates({"content": new}, {"content": old})
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("The staging database is db-stage-1.", "The production database is db-prod-1."),
+        ("Maya: I moved to the pediatric ward.", "Jonas: I moved into a flat in Ridgewood."),
+        ("Which host is the staging database on?", "The staging database runs on db-stage-2."),
+    ],
+)
+def test_different_subjects_and_questions_are_no_update(a: str, b: str) -> None:
+    assert not supersede.updates({"content": b}, {"content": a})
+    assert not supersede.updates({"content": a}, {"content": b})
+
+
+def test_search_ranks_the_current_fact_first_and_flags_the_older(make_hub):  # type: ignore[no-untyped-def]
+    hub = make_hub()
+    old = add(hub, "The staging database runs on db-stage-1 in the Frankfurt region.")
+    add(hub, "Redis eviction policy drops session keys under memory pressure.")
+    new = add(hub, "We moved the staging database to db-stage-2 in the Frankfurt region.")
+    assert new.id != old.id  # an update is kept as a second memory, not merged
+    assert get(hub, old.id).superseded_by == new.id
+    assert get(hub, new.id).superseded_by is None
+    # the query shares the old wording word for word: the current fact still comes first
+    results = search(hub, "staging database runs on db-stage-1", explain=True)
+    ids = [r.record.id for r in results]
+    assert ids[0] == new.id and old.id in ids  # kept and searchable
+    stale = results[ids.index(old.id)]
+    assert stale.record.superseded_by == new.id
+    assert stale.explain is not None and stale.explain.superseded_by == new.id
+    assert results[0].score > stale.score
+
+
+def test_the_current_fact_is_brought_in_when_the_search_misses_it(make_hub):  # type: ignore[no-untyped-def]
+    hub = make_hub()
+    old = add(hub, "The CI runner uses Python 3.10 for the nightly build.")
+    new = add(hub, "The CI runner now uses Python 3.12 for the nightly build.")
+    results = search(hub, "Python 3.10 nightly build runner", limit=1, explain=True)
+    assert [r.record.id for r in results] == [new.id]
+    assert results[0].explain is not None
+    assert results[0].explain.supersedes == old.id
+
+
+def test_an_earlier_fact_uploaded_later_is_the_superseded_one(make_hub):  # type: ignore[no-untyped-def]
+    hub = make_hub()
+    new = add(
+        hub,
+        "The team standup moved to 10:15 starting this week.",
+        occurred_at=datetime(2026, 5, 1, tzinfo=UTC),
+    )
+    old = add(hub, "The team standup is at 9:30 every day.", occurred_at=datetime(2026, 1, 1, tzinfo=UTC))
+    assert get(hub, old.id).superseded_by == new.id
+    assert get(hub, new.id).superseded_by is None
+
+
+def test_an_update_is_never_merged_even_at_the_automatic_threshold(make_hub):  # type: ignore[no-untyped-def]
+    # every pair of memories is "close enough" to merge without the judge: the update is still kept apart
+    hub = make_hub(dedup_similarity_threshold=0.01, dedup_soft_threshold=0.01)
+    old = add(hub, "Reports are exported as CSV.")
+    new = add(hub, "Reports are exported as Parquet now.")
+    assert new.id != old.id
+    assert get(hub, old.id).superseded_by == new.id
+    same = add(hub, "Reports are exported as CSV.")
+    assert same.id == old.id  # a plain duplicate still merges

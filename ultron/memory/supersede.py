@@ -1,0 +1,191 @@
+"""Current facts: a memory that updates another is linked as superseding it, and search ranks it first.
+
+"We moved the staging database to db-stage-2" after "The staging database is db-stage-1": the same
+subject with a changed value (a host, a version, a date, a number, a quoted name, a choice such as tabs vs
+spaces). On upload the new memory is compared with its nearest memories (any type, the same scope and
+owner; sql/supersede.sql); the one it updates gets `superseded_by_id` (migration 0018). Nothing is
+archived: the older memory stays searchable, flagged `superseded_by` in its record and its explain.
+
+The offline rule (`updates`), first miss wins:
+1. neither is a question (a question states no value) nor an error or security report (two failures with
+   different codes are two failures, not an update);
+2. a value changed: a class of distinguishing tokens disagrees (heuristic.conflicts), or the two pick
+   opposite choices, or the newer one says it changed ("moved to", "now", "switched", 改成, 现在 ...) and
+   holds a term the older lacks;
+3. the same subject: at least UPDATE_MIN_SHARED subject terms shared (one where the newer one says it
+   changed), and at least UPDATE_CONTAINMENT of the smaller memory's (`_subject_terms`: names count; the
+   cue, chat words and numbers do not).
+
+Search (`rank_current`): a superseded result's score x SUPERSEDED_WEIGHT, and its current memory placed
+above it with at least its score and confidence (brought in when the search did not find it).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+from uuid import UUID
+
+from sqlalchemy.orm import Session
+
+from ultron.db.queries import q
+from ultron.memory import heuristic
+from ultron.memory.classify import words_of
+from ultron.memory.schemas import MemoryRecord, SearchResult
+
+CANDIDATES = 5
+UPDATE_MIN_SHARED = 2
+UPDATE_MIN_SHARED_WITH_CUE = 1
+UPDATE_CONTAINMENT = 0.34
+SUPERSEDED_WEIGHT = 0.5
+NOT_UPDATES = ("error", "security")
+
+_CHANGE_CUE = re.compile(
+    r"(?i:\b(?:now|moved|moving|switched|switching|changed|changing|migrated|upgraded|downgraded|renamed"
+    r"|replaced|no longer|anymore|any more|instead|from now on|updated?|new|these days|nowadays|rescheduled"
+    r"|postponed|pushed back|moved up|bumped)\b)"
+    r"|现在|改成|改为|换成|换到|搬到|迁到|迁移到|升级到|降级到|不再|以后|改到|推迟|提前|新的|已经换"
+)
+_ASKS = re.compile(r"[?？]\s*$")
+
+
+def _fields(m: dict[str, Any]) -> dict[str, str]:
+    """The three text fields, a chat turn's speaker label left out (both sides have one)."""
+    return {
+        "content": words_of(str(m.get("content") or "")),
+        "context": str(m.get("context") or ""),
+        "resolution": str(m.get("resolution") or ""),
+    }
+
+
+def _text(m: dict[str, Any]) -> str:
+    return "\n".join(str(m.get(k) or "") for k in ("content", "context", "resolution"))
+
+
+def updates(newer: dict[str, Any], older: dict[str, Any]) -> bool:
+    """Whether `newer` states a changed value of what `older` said (the rule in the module doc)."""
+    if newer.get("memory_type") in NOT_UPDATES or older.get("memory_type") in NOT_UPDATES:
+        return False
+    if any(
+        _ASKS.search(str(m.get("content") or "")) and not str(m.get("resolution") or "").strip()
+        for m in (newer, older)
+    ):
+        return False
+    a, b = _fields(newer), _fields(older)
+    text_a, text_b = _text(a), _text(b)
+    if " ".join(text_a.lower().split()) == " ".join(text_b.lower().split()):
+        return False
+    terms_a, terms_b = _subject_terms(text_a), _subject_terms(text_b)
+    valued = bool(heuristic.conflicts(a, b)) or heuristic.opposite_choices(a, b)
+    cue = _CHANGE_CUE.search(text_a) is not None
+    # a new value with the cue: any term the older one lacks, numbers and weekdays included
+    if not (valued or (cue and _raw_terms(text_a) - _raw_terms(text_b))):
+        return False
+    shared = terms_a & terms_b
+    need = UPDATE_MIN_SHARED_WITH_CUE if cue else UPDATE_MIN_SHARED
+    return len(shared) >= need and heuristic.containment(terms_a, terms_b) >= UPDATE_CONTAINMENT
+
+
+def _raw_terms(text: str) -> set[str]:
+    return heuristic.terms(_CHANGE_CUE.sub(" ", text))
+
+
+def _subject_terms(text: str) -> set[str]:
+    """What a memory is about: its terms (names included: "Jonas moved to Ridgewood" is about Jonas) less
+    the change cue itself, chat words and numbers (the value that changed)."""
+    return {
+        t
+        for t in heuristic.terms(_CHANGE_CUE.sub(" ", text))
+        if t not in heuristic.CHAT_WORDS and not any(c.isdigit() for c in t)
+    }
+
+
+def _newer_of(new: dict[str, Any], old: Any) -> bool:
+    """Whether the new upload is the newer fact: by when each happened where both say, else by upload."""
+    if new.get("occurred_at") is not None and old.occurred_at is not None:
+        return bool(new["occurred_at"] >= old.occurred_at)
+    return True
+
+
+def link_new(session: Session, tenant_id: UUID, memory_id: UUID, new: dict[str, Any]) -> UUID | None:
+    """Link a just-created memory with the nearest one it updates (or that updates it, when it tells of
+    an earlier time): the older one's `superseded_by_id`. The id of the memory linked, if any."""
+    rows = session.execute(
+        q("supersede_candidates"), {"id": memory_id, "tenant_id": tenant_id, "k": CANDIDATES}
+    ).all()
+    for row in rows:
+        old = {k: getattr(row, k) for k in ("memory_type", "content", "context", "resolution")}
+        if not updates(new, old) and not updates(old, new):
+            continue
+        newer, older = (memory_id, row.id) if _newer_of(new, row) else (row.id, memory_id)
+        session.execute(q("mark_superseded"), {"newer": newer, "older": older, "tenant_id": tenant_id})
+        return UUID(str(row.id))
+    return None
+
+
+# How many links a search follows from a superseded result to its current memory.
+MAX_HOPS = 5
+
+
+def rank_current(
+    results: list[SearchResult], load: Callable[[list[UUID]], dict[UUID, MemoryRecord]], limit: int
+) -> list[SearchResult]:
+    """Superseded results sink (score x SUPERSEDED_WEIGHT) and their current memory ranks above each, with
+    at least its score and confidence: brought in through `load` (the records the agent may see, as the
+    search projects them) when the search did not find it. Confident results stay before low ones."""
+    stale = [r for r in results if r.record.superseded_by is not None]
+    if not stale:
+        return results
+    by_id = {r.record.id: r for r in results}
+    for r in stale:
+        score, confidence = r.score, r.confidence
+        r.score = score * SUPERSEDED_WEIGHT
+        if r.explain is not None:
+            r.explain = r.explain.model_copy(
+                update={"superseded_by": r.record.superseded_by, "score": r.score}
+            )
+        current = _current(r.record.superseded_by, by_id, load)
+        if current is None:
+            continue
+        held = by_id.get(current.id)
+        if held is None:
+            explain = None
+            if r.explain is not None:
+                explain = r.explain.model_copy(update={"superseded_by": None, "supersedes": r.record.id})
+            held = SearchResult(
+                record=current,
+                similarity_score=r.similarity_score,
+                score=score,
+                explain=explain,
+                confidence=confidence,
+            )
+            results.append(held)
+            by_id[current.id] = held
+        elif held.score < score or (confidence == "high" and held.confidence == "low"):
+            held.score = max(held.score, score)
+            held.confidence = "high" if "high" in (confidence, held.confidence) else "low"
+            if held.explain is not None:
+                held.explain = held.explain.model_copy(
+                    update={"supersedes": r.record.id, "score": held.score}
+                )
+    results.sort(key=lambda r: (r.confidence == "low", -r.score, str(r.record.id)))
+    return results[:limit]
+
+
+def _current(
+    first: UUID | None,
+    by_id: dict[UUID, SearchResult],
+    load: Callable[[list[UUID]], dict[UUID, MemoryRecord]],
+) -> MemoryRecord | None:
+    """The end of the chain of supersessions from `first` (a memory may itself have been updated since)."""
+    record, at = None, first
+    for _ in range(MAX_HOPS):
+        if at is None:
+            break
+        held = by_id.get(at)
+        nxt = held.record if held is not None else load([at]).get(at)
+        if nxt is None or nxt.status != "active":
+            break
+        record, at = nxt, nxt.superseded_by
+    return record
