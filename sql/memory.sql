@@ -241,7 +241,9 @@ WITH vec AS MATERIALIZED (
     -- only rows of a thread (conversation turns) can take credit from an adjacent turn
     SELECT f.id, max(g.fused) AS neighbour_fused
     FROM fused f
-    JOIN fused g ON g.thread = f.thread AND g.position IN (f.position - 1, f.position + 1)
+    -- bigint: a position stored at the int4 limit (before uploads were capped) must not overflow
+    JOIN fused g ON g.thread = f.thread
+                AND CAST(g.position AS bigint) IN (CAST(f.position AS bigint) - 1, CAST(f.position AS bigint) + 1)
     WHERE :neighbour_weight > 0 AND f.thread IS NOT NULL AND g.thread IS NOT NULL
     GROUP BY f.id
 ), top AS (
@@ -307,7 +309,7 @@ LEFT JOIN LATERAL (
     FROM memories n
     LEFT JOIN agents na ON na.id = n.agent_id
     WHERE CAST(:reply_weight AS float8) > 0 AND qa.asks AND m.thread IS NOT NULL AND m.position IS NOT NULL
-      AND n.tenant_id = :tenant_id AND n.thread = m.thread AND n.position = m.position + 1
+      AND n.tenant_id = :tenant_id AND n.thread = m.thread AND CAST(n.position AS bigint) = CAST(m.position AS bigint) + 1
       AND n.status = 'active'
       AND (n.scope = 'shared'
            OR (n.scope = 'private' AND n.agent_id = CAST(:agent_id AS uuid))

@@ -22,6 +22,10 @@ MAX_TASK_CHARS = 4000
 MAX_JSON_DEPTH = 64
 # Offsets, limits and version parts must fit a Postgres bigint (and any sane page).
 MAX_INT = 2**63 - 1
+# A column of Postgres' `integer` (a thread position, a count) stops at 2**31 - 1: a request field bound
+# for one is capped here so that it is a 422 naming the field, not a 500 from the INSERT or, stored, an
+# overflow in every later query that adds to it.
+INT4_MAX = 2**31 - 1
 MAX_OFFSET = 1_000_000_000
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
