@@ -61,7 +61,9 @@ def test_a_stored_position_at_the_int4_limit_does_not_break_search(client, hub):
     # The limit itself is accepted, and a store that already holds one (from before the cap) still searches.
     r = client.post("/memories/upload", json={"content": "edge turn", "thread": "t", "position": INT4_MAX})
     assert r.status_code == 201, r.text
-    r = client.post("/memories/upload", json={"content": "turn before", "thread": "t", "position": INT4_MAX - 1})
+    r = client.post(
+        "/memories/upload", json={"content": "turn before", "thread": "t", "position": INT4_MAX - 1}
+    )
     assert r.status_code == 201, r.text
     for query in ("edge turn", "anything at all"):
         r = client.post("/memories/search", json={"query": query, "explain": True})
