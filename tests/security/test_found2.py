@@ -69,3 +69,24 @@ def test_a_stored_position_at_the_int4_limit_does_not_break_search(client, hub):
         r = client.post("/memories/search", json={"query": query, "explain": True})
         assert r.status_code == 200, r.text
     assert r.json()["count"] >= 1
+
+
+# --- found 9: deployment settings and URL credentials on the dashboard ----------------------------------
+
+
+def test_dashboard_settings_mask_url_credentials_and_show_deployment_to_admins_only(make_hub):
+    hub = make_hub(
+        llm_base_url="https://bob:hunter2@llm.internal:8443/v1",
+        embedding_base_url="http://svc:pa55@embed.internal/v1",
+    )
+    agent, admin = agents(hub, "agent", "boss", admin=("boss",))
+    with TestClient(create_app(hub, allow_open=True)) as c:
+        seen = c.get("/api/dashboard/settings", headers=agent).json()
+        shown = c.get("/api/dashboard/settings", headers=admin).json()
+    for body in (seen, shown):
+        assert "hunter2" not in str(body) and "pa55" not in str(body) and "bob:" not in str(body)
+        assert body["embedding_provider"] == "hash"  # tuning stays visible
+    for name in ("llm_base_url", "embedding_base_url", "data_dir", "host", "port"):
+        assert name not in seen, name
+    assert shown["llm_base_url"] == "https://********@llm.internal:8443/v1"
+    assert shown["data_dir"]
