@@ -90,3 +90,132 @@ def test_dashboard_settings_mask_url_credentials_and_show_deployment_to_admins_o
         assert name not in seen, name
     assert shown["llm_base_url"] == "https://********@llm.internal:8443/v1"
     assert shown["data_dir"]
+
+
+# --- found 2, 3, 5, 6 and 10 (split of an archived memory): merges never change the owner's memory -------
+
+X = {
+    "content": "the staging deploy fails when the vpn is down",
+    "resolution": "reconnect the vpn then rerun it",
+}
+
+
+def upload(c: TestClient, who: dict[str, str], **fields: Any) -> dict[str, Any]:
+    r = c.post("/memories/upload", json={**X, **fields}, headers=who)
+    assert r.status_code in (200, 201), r.text
+    return r.json()
+
+
+def merged_contribution(c: TestClient, who: dict[str, str], memory_id: str) -> int:
+    rows = c.get(f"/memories/{memory_id}/contributions", headers=who).json()
+    return next(row["id"] for row in rows if row["decision"] != "created")
+
+
+def test_a_contributors_split_keeps_the_owners_resolution_and_tags(hub):
+    a1, a2 = agents(hub, "a1", "a2")
+    with TestClient(create_app(hub)) as c:
+        memory_id = upload(c, a1)["record"]["id"]
+        assert c.patch(f"/memories/{memory_id}", json={"tags": ["vpn"]}, headers=a1).status_code == 200
+        second = upload(c, a2, tags=["vpn", "theirs"])
+        assert second["decision"] == "merged" and second["record"]["id"] == memory_id
+        assert sorted(second["record"]["tags"]) == ["theirs", "vpn"]
+        cid = merged_contribution(c, a2, memory_id)
+        r = c.post(f"/memories/{memory_id}/split", json={"contribution_id": cid}, headers=a2)
+        assert r.status_code == 200, r.text
+        after = c.get(f"/memories/{memory_id}", headers=a1).json()
+    assert after["resolution"] == X["resolution"]  # was blanked
+    assert after["tags"] == ["vpn"]  # the owner's tag stays, the contributor's own goes
+
+
+def test_a_merged_upload_of_another_agent_sets_none_of_the_owners_fields(hub):
+    a1, a3 = agents(hub, "a1", "a3")
+    with TestClient(create_app(hub)) as c:
+        memory_id = upload(c, a1, importance=8)["record"]["id"]
+        assert c.patch(f"/memories/{memory_id}", json={"importance": 1}, headers=a3).status_code == 403
+        r = upload(c, a3, importance=1, valence=-0.8, arousal=0.9)
+        assert r["decision"] == "merged"
+        assert (r["record"]["importance"], r["record"]["valence"], r["record"]["arousal"]) == (8, None, None)
+        stored = c.get(f"/memories/{memory_id}", headers=a1).json()
+        assert (stored["importance"], stored["valence"], stored["arousal"]) == (8, None, None)
+        # pinned: not even its owner's merged upload changes a field or a tag
+        assert c.patch(f"/memories/{memory_id}", json={"pinned": True}, headers=a1).status_code == 200
+        upload(c, a3, importance=2, tags=["t3"])
+        upload(c, a1, importance=3, valence=0.5, tags=["t1"])
+        stored = c.get(f"/memories/{memory_id}", headers=a1).json()
+    assert (stored["importance"], stored["valence"], stored["tags"]) == (8, None, [])
+    assert stored["contributions"] == 4  # they are kept as contributions
+    # the owner's own merged upload into an unpinned memory still sets them (unchanged behaviour)
+
+
+def test_the_owners_own_merged_upload_still_sets_its_importance(hub):
+    (a1,) = agents(hub, "a1")
+    with TestClient(create_app(hub)) as c:
+        memory_id = upload(c, a1, importance=8)["record"]["id"]
+        assert upload(c, a1, importance=2)["record"]["importance"] == 2
+        assert c.get(f"/memories/{memory_id}", headers=a1).json()["importance"] == 2
+
+
+def _text_hit(c: TestClient, who: dict[str, str], query: str, memory_id: str) -> bool:
+    r = c.post("/memories/search", json={"query": query, "explain": True, "limit": 50}, headers=who)
+    assert r.status_code == 200, r.text
+    return any(x["record"]["id"] == memory_id and x["explain"]["from_text"] for x in r.json()["results"])
+
+
+def test_text_the_owner_edited_out_stops_finding_the_memory_and_can_be_purged(hub):
+    a1, a2, a3 = agents(hub, "a1", "a2", "a3")
+    with TestClient(create_app(hub)) as c:
+        memory_id = upload(c, a1, context="zanzibar gateway")["record"]["id"]
+        assert _text_hit(c, a2, "zanzibar", memory_id)
+        r = c.patch(f"/memories/{memory_id}", json={"context": "the gateway"}, headers=a1)
+        assert r.status_code == 200
+        assert not _text_hit(c, a2, "zanzibar", memory_id)  # was still found through the text leg
+        base = c.get(f"/memories/{memory_id}/contributions", headers=a1).json()[0]
+        assert base["decision"] == "created" and base["context"] == "the gateway"
+        # another agent's merged upload holds a word the owner wants out: the owner purges it from the
+        # memory; the upload is not destroyed, it becomes a memory of its own agent
+        assert upload(c, a2, context="the gateway quokka")["record"]["id"] == memory_id
+        cid = merged_contribution(c, a2, memory_id)
+        assert c.delete(f"/memories/{memory_id}/contributions/{cid}", headers=a3).status_code == 403
+        assert c.delete(f"/memories/{memory_id}/contributions/{base['id']}", headers=a1).status_code == 422
+        assert c.delete(f"/memories/{memory_id}/contributions/{cid}", headers=a1).status_code == 204
+        assert not _text_hit(c, a1, "quokka", memory_id)
+        moved = c.get(f"/memories/{memory_id}/contributions", headers=a1).json()
+        assert [row["decision"] for row in moved] == ["created"]
+        # its contributor purges its own upload: gone for good
+        assert upload(c, a2, context="the gateway wombat")["record"]["id"] == memory_id
+        cid = merged_contribution(c, a2, memory_id)
+        assert c.delete(f"/memories/{memory_id}/contributions/{cid}", headers=a2).status_code == 204
+    with hub.db.session() as s:
+        kept = s.execute(text("SELECT context FROM memory_contributions ORDER BY id")).scalars().all()
+        holders = s.execute(text("SELECT count(*) FROM memories WHERE context LIKE '%quokka%'")).scalar_one()
+    assert holders == 1  # the owner's purge moved a2's upload to a memory of a2's own
+    assert not any("wombat" in k for k in kept)
+
+
+def test_deleting_a_memory_keeps_other_agents_uploads_as_their_own_memories(hub):
+    a1, a2 = agents(hub, "a1", "a2")
+    with TestClient(create_app(hub)) as c:
+        memory_id = upload(c, a1)["record"]["id"]
+        assert upload(c, a2, context="seen on the berlin office network")["record"]["id"] == memory_id
+        assert c.delete(f"/memories/{memory_id}", headers=a1).status_code == 204
+        assert c.get(f"/memories/{memory_id}", headers=a1).status_code == 404
+        with hub.db.session() as s:
+            rows = s.execute(text("SELECT decision, memory_id FROM memory_contributions")).all()
+        assert [d for d, _ in rows] == ["split"]  # the owner's upload went; a2's was kept
+        kept = c.get(f"/memories/{rows[0][1]}", headers=a2).json()
+        hits = c.post("/memories/search", json={"query": "berlin office network"}, headers=a2).json()
+    assert kept["agent"] == "a2" and kept["status"] == "active" and "berlin" in kept["context"]
+    assert kept["id"] in [x["record"]["id"] for x in hits["results"]]
+
+
+def test_a_contributor_cannot_split_its_upload_out_of_an_archived_memory(hub):
+    a1, a2 = agents(hub, "a1", "a2")
+    with TestClient(create_app(hub)) as c:
+        memory_id = upload(c, a1)["record"]["id"]
+        assert upload(c, a2, context="also on wifi")["record"]["id"] == memory_id
+        cid = merged_contribution(c, a2, memory_id)
+        assert c.patch(f"/memories/{memory_id}", json={"status": "archived"}, headers=a1).status_code == 200
+        r = c.post(f"/memories/{memory_id}/split", json={"contribution_id": cid}, headers=a2)
+        assert r.status_code == 409, r.text
+    with hub.db.session() as s:
+        assert s.execute(text("SELECT count(*) FROM memories WHERE status = 'active'")).scalar_one() == 0

@@ -168,6 +168,14 @@ def split_memory(memory_id: UUID, body: SplitRequest, unit: UnitDep, memory: Mem
     return unit.write(lambda s, a: memory.split(s, a, memory_id, body.contribution_id))
 
 
+@router.delete("/{memory_id}/contributions/{contribution_id}", status_code=204)
+def purge_contribution(memory_id: UUID, contribution_id: int, unit: UnitDep, memory: MemoryDep) -> Response:
+    """Take a merged upload's text out of a memory: its contributor or an admin deletes it; the memory's
+    owner moves it to a memory of its contributor's own (a split). The memory's own upload: 422 (PATCH it)."""
+    unit.write(lambda s, a: memory.purge_contribution(s, a, memory_id, contribution_id))
+    return Response(status_code=204)
+
+
 @router.get("/{memory_id}/thread", response_model=list[MemoryRecord])
 def memory_thread(memory_id: UUID, unit: UnitDep, memory: MemoryDep, span: int = 2) -> list[MemoryRecord]:
     """The memory with its neighbouring turns of the same thread (position within span), in order."""
