@@ -271,9 +271,11 @@ WITH vec AS MATERIALIZED (
 SELECT t.*, m.memory_type, m.content, m.context, m.resolution, m.tags, m.summary_l0, m.overview_l1,
        m.status, m.scope, m.group_name, m.pinned, m.hit_count, m.last_hit_at, m.created_at, m.updated_at,
        m.redacted_entities, m.valence, m.arousal, m.importance, m.resolved_at, a.name AS agent_name,
-       (SELECT count(*) FROM memory_contributions c WHERE c.memory_id = m.id) AS contributions,
+       (SELECT count(*) FROM memory_contributions c WHERE c.memory_id = m.id AND c.tenant_id = m.tenant_id)
+           AS contributions,
        -- the people, places and projects it names (the companion's entity signal; no second round trip)
-       ARRAY(SELECT e.name FROM memory_entities e WHERE e.memory_id = m.id ORDER BY e.name) AS entity_names,
+       ARRAY(SELECT e.name FROM memory_entities e WHERE e.memory_id = m.id AND e.tenant_id = m.tenant_id
+             ORDER BY e.name) AS entity_names,
        -- the companion's ripple activation (sum of recent ripples, capped; no second round trip)
        rp.ripple, rp.ripple_count,
        -- a memory that only asks: its content ends with a question mark and it holds no resolution
@@ -283,7 +285,8 @@ SELECT t.*, m.memory_type, m.content, m.context, m.resolution, m.tags, m.summary
        -- field names (service.py, _hand_to_replies), unless that one only asks too
        rep.reply
 FROM top t
-JOIN memories m ON m.id = t.id
+-- ids are unique per tenant only (the key is (id, tenant_id)): every join back names the tenant
+JOIN memories m ON m.id = t.id AND m.tenant_id = :tenant_id
 LEFT JOIN agents a ON a.id = m.agent_id
 CROSS JOIN LATERAL (
     SELECT least(CAST(:ripple_cap AS float8), sum(r.weight)) AS ripple, count(*) AS ripple_count
@@ -302,7 +305,8 @@ LEFT JOIN LATERAL (
                'group', n.group_name, 'pinned', n.pinned, 'hit_count', n.hit_count,
                'last_hit_at', n.last_hit_at, 'created_at', n.created_at, 'updated_at', n.updated_at,
                'agent', na.name, 'redacted_entities', n.redacted_entities,
-               'contributions', (SELECT count(*) FROM memory_contributions c WHERE c.memory_id = n.id),
+               'contributions', (SELECT count(*) FROM memory_contributions c
+                                 WHERE c.memory_id = n.id AND c.tenant_id = n.tenant_id),
                'valence', n.valence, 'arousal', n.arousal, 'thread', n.thread, 'position', n.position,
                'occurred_at', n.occurred_at, 'importance', n.importance, 'resolved_at', n.resolved_at
            ) AS reply

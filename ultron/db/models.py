@@ -215,7 +215,8 @@ class Memory(Base):
 
 
 class TermStat(Base):
-    """Document frequency of one full-text lexeme among a tenant's active memories (the ranker's IDF).
+    """Document frequency of one full-text lexeme among a tenant's active shared memories (the ranker's IDF;
+    shared only, so that no agent's ranking depends on memories it cannot see: migration 0016).
 
     Refreshed as a whole by ultron_refresh_term_stats(tenant) (migration 0010), which the worker runs."""
 
