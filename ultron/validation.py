@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel
+from pydantic import AfterValidator, BaseModel
 
 from ultron.errors import ValidationFailed
 
@@ -57,12 +57,33 @@ def check_int(value: int, field: str, *, low: int = 0, high: int = MAX_INT) -> i
     return value
 
 
+def path_problem(value: str) -> str | None:
+    """Why `value` cannot be a file or import name (text problems, bidi or other control characters)."""
+    problem = text_problem(value)
+    if problem is not None:
+        return problem
+    if any(ch in BIDI_CONTROLS or (ord(ch) < 32 or 0x7F <= ord(ch) < 0xA0) for ch in value):
+        return f"{value.encode('unicode_escape').decode()!r} holds a bidi or control character"
+    return None
+
+
 def check_path(value: str, field: str = "path") -> str:
-    """A file name inside a skill or an upload: plain text without bidirectional controls."""
-    check_text(value, field)
-    if any(ch in BIDI_CONTROLS for ch in value):
-        raise ValidationFailed(f"{field} {value.encode('unicode_escape').decode()!r} holds a bidi control")
+    """A file name inside a skill or an upload: plain text without bidirectional or control characters."""
+    problem = path_problem(value)
+    if problem is not None:
+        raise ValidationFailed(f"{field} {problem}")
     return value
+
+
+def _path_name(value: str) -> str:
+    problem = path_problem(value)
+    if problem is not None:
+        raise ValueError(problem)
+    return value
+
+
+# A request field that names a file or an import (refused with a 422 like check_path).
+PathName = Annotated[str, AfterValidator(_path_name)]
 
 
 def _strings(value: Any, where: str, depth: int = 0) -> Iterator[tuple[str, str]]:

@@ -219,3 +219,21 @@ def test_a_contributor_cannot_split_its_upload_out_of_an_archived_memory(hub):
         assert r.status_code == 409, r.text
     with hub.db.session() as s:
         assert s.execute(text("SELECT count(*) FROM memories WHERE status = 'active'")).scalar_one() == 0
+
+
+# --- found 10: bidi controls in ingest file names and import names -------------------------------------
+
+
+@pytest.mark.parametrize("name", ["session\u202elmth.jsonl", "a\u2066b.jsonl", "tab\there.jsonl"])
+def test_ingest_and_import_names_with_bidi_or_control_characters_are_refused(client, hub, name):
+    line = '{"role": "user", "content": "hello"}\n'
+    r = client.post("/ingest", json={"files": [{"name": name, "content": line}]})
+    assert r.status_code == 422, r.text
+    assert "control" in r.json()["detail"]
+    r = client.post("/imports", json={"kind": "text", "name": name, "content": "a note"})
+    assert r.status_code == 422, r.text
+    r = client.post("/imports", data={"kind": "text", "name": name}, files={"file": ("n.txt", b"a note")})
+    assert r.status_code == 422, r.text
+    with hub.db.session() as s:
+        for table in ("sessions", "import_jobs", "memories"):
+            assert s.execute(text(f"SELECT count(*) FROM {table}")).scalar_one() == 0, table
