@@ -13,7 +13,9 @@ from fastapi.testclient import TestClient
 from sqlalchemy import text
 
 from ultron.api.app import create_app
-from ultron.tenancy import create_agent
+from ultron.hub import build_worker
+from ultron.memory.schemas import UploadRequest
+from ultron.tenancy import create_agent, local_actor
 
 INT4_MAX = 2**31 - 1
 
@@ -237,3 +239,23 @@ def test_ingest_and_import_names_with_bidi_or_control_characters_are_refused(cli
     with hub.db.session() as s:
         for table in ("sessions", "import_jobs", "memories"):
             assert s.execute(text(f"SELECT count(*) FROM {table}")).scalar_one() == 0, table
+
+
+# --- found 10: worker-run rows written at the end -----------------------------------------------------
+
+
+def test_worker_run_rows_never_finish_before_they_start(hub):
+    with hub.db.session() as s:
+        actor = local_actor(s)
+        for i in range(3):
+            hub.memory.upload(
+                s, actor, UploadRequest(content=f"retry the flaky deploy step {i} with backoff")
+            )
+    worker = build_worker(hub, worker_id="clock:1")
+    worker.run_cycle(quiet=True)  # a quiet cycle writes a row only for a step that did something, at its end
+    worker.run_cycle()  # a full one writes each row at the start and finishes it
+    with hub.db.session() as s:
+        rows = s.execute(text("SELECT step, started_at, finished_at FROM worker_runs")).all()
+    assert rows and all(r.finished_at is not None for r in rows)
+    backwards = [r.step for r in rows if r.finished_at < r.started_at]
+    assert not backwards, backwards
