@@ -113,6 +113,12 @@ class Settings(BaseSettings):
     port: int = Field(8765, ge=1, le=65535, description="Port `ultron serve` binds to")
     max_field_chars: int = Field(20_000, ge=100, description="Largest content/context/resolution accepted")
     max_request_bytes: int = Field(25 * 1024 * 1024, ge=1024, description="Largest request body accepted")
+    max_batch_chars: int = Field(
+        200_000,
+        ge=1000,
+        description="Most characters (content, context, resolution, tags) one upload-batch request may send "
+        "through redaction and NER; a larger batch is refused with 413 (split it)",
+    )
 
     # --- providers -------------------------------------------------------------------------------
     embedding_provider: EmbeddingProviderName = Field(

@@ -14,7 +14,7 @@ from uuid import UUID
 from fastapi import APIRouter, Depends, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from ultron.memory.batch import check_items, summarize
+from ultron.memory.batch import check_batch_cost, check_items, summarize
 from ultron.memory.schemas import (
     Contribution,
     DetailLevel,
@@ -30,7 +30,7 @@ from ultron.memory.schemas import (
     UploadResult,
 )
 from ultron.memory.service import MemoryService
-from ultron.routing.deps import UnitDep, hub_part
+from ultron.routing.deps import SettingsDep, UnitDep, hub_part
 from ultron.routing.errors import ERROR_RESPONSES
 from ultron.tenancy import Actor
 
@@ -93,11 +93,14 @@ def upload_memory(body: UploadRequest, response: Response, unit: UnitDep, memory
 
 
 @router.post("/upload-batch", response_model=UploadBatchResult)
-def upload_memories_batch(body: UploadBatchRequest, unit: UnitDep, memory: MemoryDep) -> UploadBatchResult:
+def upload_memories_batch(
+    body: UploadBatchRequest, unit: UnitDep, memory: MemoryDep, settings: SettingsDep
+) -> UploadBatchResult:
     """Up to 500 uploads in one call, each checked, redacted, typed and de-duplicated exactly as a single
     upload is (an item that repeats an earlier one of the batch merges into it). Results come in the
     batch's order; an item that fails its checks is refused with the reason and the others are stored."""
     reqs = check_items(body.items)
+    check_batch_cost(reqs, settings.max_batch_chars)
 
     def prepare(actor: Actor) -> Any:
         with unit.session() as session:  # the tenant's redaction policy, in a short read of its own
