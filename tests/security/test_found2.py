@@ -13,9 +13,11 @@ from fastapi.testclient import TestClient
 from sqlalchemy import text
 
 from ultron.api.app import create_app
+from ultron.db.models import MemoryContribution
 from ultron.hub import build_worker
+from ultron.memory import repair
 from ultron.memory.schemas import UploadRequest
-from ultron.tenancy import create_agent, local_actor
+from ultron.tenancy import authenticate, create_agent, local_actor
 
 INT4_MAX = 2**31 - 1
 
@@ -259,3 +261,44 @@ def test_worker_run_rows_never_finish_before_they_start(hub):
     assert rows and all(r.finished_at is not None for r in rows)
     backwards = [r.step for r in rows if r.finished_at < r.started_at]
     assert not backwards, backwards
+
+
+# --- found 10: repair-merges covers every tenant and private and group merges -------------------------
+
+
+def test_repair_merges_covers_every_tenant_and_private_and_group_memories(hub):
+    (a1,) = agents(hub, "a1", tenant="acme")
+    b1, boss = agents(hub, "b1", "boss", tenant="beta", admin=("boss",))
+    with TestClient(create_app(hub)) as c:
+        assert c.post("/groups", json={"name": "ops"}, headers=boss).status_code in (200, 201)
+        assert c.put("/groups/ops/members/b1", headers=boss).status_code == 200
+        body = {
+            "content": "No module named pandas",
+            "context": "the analysis",
+            "resolution": "pip install pandas",
+        }
+        private = c.post("/memories/upload", json=body | {"scope": "private"}, headers=a1).json()["record"]
+        group = c.post("/memories/upload", json=body | {"scope": "group", "group": "ops"}, headers=b1).json()
+    targets = [(private["id"], a1), (group["record"]["id"], b1)]
+    with hub.db.session() as s:
+        for memory_id, who in targets:
+            actor = authenticate(s, who["Authorization"].split()[1])
+            s.add(
+                MemoryContribution(
+                    tenant_id=actor.tenant_id,
+                    memory_id=memory_id,
+                    agent_id=actor.agent_id,
+                    decision="merged_judge",  # as the pre-issue-14 judge merged them
+                    similarity=0.95,
+                    content="No module named numpy",
+                    context="the analysis",
+                    resolution="pip install numpy",
+                    tags=[],
+                )
+            )
+    lines: list[str] = []
+    assert repair.repair(hub.db, hub.memory, out=lines.append) == (2, 0)  # was (0, 0): default tenant only
+    assert repair.repair(hub.db, hub.memory, apply=True, out=lines.append) == (2, 2), lines
+    with hub.db.session() as s:
+        rows = s.execute(text("SELECT scope, count(*) FROM memories GROUP BY scope ORDER BY scope")).all()
+    assert [tuple(r) for r in rows] == [("group", 2), ("private", 2)]
