@@ -167,7 +167,8 @@ class SplitRequest(BaseModel):
 
 @router.post("/{memory_id}/split", response_model=SplitResult)
 def split_memory(memory_id: UUID, body: SplitRequest, unit: UnitDep, memory: MemoryDep) -> SplitResult:
-    """Undo a merge: the contribution becomes its own memory again (its contributor or an admin; else 403)."""
+    """Undo a merge: the contribution becomes its own memory again (its contributor, the memory's owner or
+    an admin; else 403). Not out of an archived memory (409)."""
     return unit.write(lambda s, a: memory.split(s, a, memory_id, body.contribution_id))
 
 
@@ -192,5 +193,7 @@ def edit_memory(memory_id: UUID, body: MemoryPatch, unit: UnitDep, memory: Memor
 
 @router.delete("/{memory_id}", status_code=204)
 def delete_memory(memory_id: UUID, unit: UnitDep, memory: MemoryDep) -> Response:
+    """Forget a memory (its contributor or an admin). Other agents' uploads merged into it are kept: each
+    becomes a memory of its own agent, as a split would make it."""
     unit.write(lambda s, a: memory.delete(s, a, memory_id))
     return Response(status_code=204)
