@@ -210,7 +210,7 @@ SELECT m.id, m.memory_type, m.content, m.context, m.resolution, m.summary_l0, m.
             ELSE 1 END AS cohesion
 FROM cluster_members cm
 JOIN knowledge_clusters c ON c.id = cm.cluster_id
-JOIN memories m ON m.id = cm.memory_id
+JOIN memories m ON m.id = cm.memory_id AND m.tenant_id = cm.tenant_id
 WHERE cm.cluster_id = :cluster_id AND cm.tenant_id = :tenant_id AND m.status = 'active'
   AND m.scope = 'shared'  -- skills are tenant-wide: a private or group memory never feeds one
 ORDER BY cm.embedding <=> c.mean, m.id
@@ -221,7 +221,7 @@ LIMIT :limit
 -- re-embedded by a merge (those re-join).
 SELECT cm.memory_id, (m.status = 'active' AND m.scope = 'shared') AS still_active
 FROM cluster_members cm
-JOIN memories m ON m.id = cm.memory_id
+JOIN memories m ON m.id = cm.memory_id AND m.tenant_id = cm.tenant_id
 WHERE cm.tenant_id = :tenant_id
   AND (m.status <> 'active' OR m.scope <> 'shared' OR m.embedding IS DISTINCT FROM cm.embedding)
 LIMIT :limit
@@ -232,7 +232,7 @@ SELECT m.id, m.embedding
 FROM memories m
 WHERE m.tenant_id = :tenant_id AND m.status = 'active' AND m.scope = 'shared' AND m.embedding IS NOT NULL
   AND m.id > CAST(:after AS uuid)
-  AND NOT EXISTS (SELECT 1 FROM cluster_members cm WHERE cm.memory_id = m.id)
+  AND NOT EXISTS (SELECT 1 FROM cluster_members cm WHERE cm.memory_id = m.id AND cm.tenant_id = m.tenant_id)
 ORDER BY m.id
 LIMIT :limit
 
@@ -264,7 +264,7 @@ LIMIT :limit OFFSET :offset
 SELECT m.id, m.summary_l0 AS summary, m.memory_type, 1 - (cm.embedding <=> c.mean) AS similarity
 FROM cluster_members cm
 JOIN knowledge_clusters c ON c.id = cm.cluster_id
-JOIN memories m ON m.id = cm.memory_id
+JOIN memories m ON m.id = cm.memory_id AND m.tenant_id = cm.tenant_id
 WHERE cm.cluster_id = :cluster_id AND cm.tenant_id = :tenant_id AND m.status = 'active'
   AND m.scope = 'shared'
 ORDER BY cm.embedding <=> c.mean, m.id
@@ -281,7 +281,7 @@ SELECT m.id, m.memory_type, m.content, m.context, m.resolution, m.summary_l0, m.
             ELSE 1 END AS cohesion
 FROM cluster_members cm
 JOIN knowledge_clusters c ON c.id = cm.cluster_id
-JOIN memories m ON m.id = cm.memory_id
+JOIN memories m ON m.id = cm.memory_id AND m.tenant_id = cm.tenant_id
 WHERE cm.cluster_id = :cluster_id AND cm.tenant_id = :tenant_id AND m.status = 'active'
   AND m.scope = 'shared'  -- skills are tenant-wide: a private or group memory never feeds one
 ORDER BY cm.joined_at > :since DESC,

@@ -141,7 +141,7 @@ FROM skills s
 LEFT JOIN LATERAL (
     SELECT sum(m.hit_count) AS hits
     FROM cluster_members cm
-    JOIN memories m ON m.id = cm.memory_id AND m.status = 'active'
+    JOIN memories m ON m.id = cm.memory_id AND m.tenant_id = cm.tenant_id AND m.status = 'active'
     WHERE cm.tenant_id = s.tenant_id AND cm.cluster_id = s.source_cluster_id
 ) u ON true
 WHERE s.tenant_id = :tenant_id AND s.status = 'active'

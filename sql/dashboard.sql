@@ -47,9 +47,9 @@ WITH v AS MATERIALIZED (
 SELECT 'node' AS kind, r.id, r.tier, r.memory_type, r.hit_count AS hits, r.pinned,
        left(m.summary_l0, 160) AS label, m.scope, 1::bigint AS memories, cm.cluster_id
 FROM ranked r
-JOIN memories m ON m.id = r.id
+JOIN memories m ON m.id = r.id AND m.tenant_id = :tenant_id
 -- A primary-key probe per sampled memory: the sample's clusters cost the same at any table size.
-LEFT JOIN cluster_members cm ON cm.memory_id = r.id
+LEFT JOIN cluster_members cm ON cm.memory_id = r.id AND cm.tenant_id = :tenant_id
 UNION ALL
 SELECT 'total', NULL, v.tier, v.memory_type, coalesce(sum(v.hit_count), 0), NULL, NULL, NULL, count(*),
        NULL

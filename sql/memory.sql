@@ -279,7 +279,9 @@ WITH vec AS MATERIALIZED (
     -- only rows of a thread (conversation turns) can take credit from an adjacent turn
     SELECT f.id, max(g.fused) AS neighbour_fused
     FROM fused f
-    JOIN fused g ON g.thread = f.thread AND g.position IN (f.position - 1, f.position + 1)
+    -- bigint: a position stored at the int4 limit (before uploads were capped) must not overflow
+    JOIN fused g ON g.thread = f.thread
+                AND CAST(g.position AS bigint) IN (CAST(f.position AS bigint) - 1, CAST(f.position AS bigint) + 1)
     WHERE :neighbour_weight > 0 AND f.thread IS NOT NULL AND g.thread IS NOT NULL
     GROUP BY f.id
 ), top AS (
@@ -308,9 +310,11 @@ SELECT t.*, m.memory_type, m.content, m.context, m.resolution, m.tags, m.summary
        m.status, m.scope, m.group_name, m.pinned, m.hit_count, m.last_hit_at, m.created_at, m.updated_at,
        m.redacted_entities, m.valence, m.arousal, m.importance, m.resolved_at, m.superseded_by_id,
        a.name AS agent_name,
-       (SELECT count(*) FROM memory_contributions c WHERE c.memory_id = m.id) AS contributions,
+       (SELECT count(*) FROM memory_contributions c WHERE c.memory_id = m.id AND c.tenant_id = m.tenant_id)
+           AS contributions,
        -- the people, places and projects it names (the companion's entity signal; no second round trip)
-       ARRAY(SELECT e.name FROM memory_entities e WHERE e.memory_id = m.id ORDER BY e.name) AS entity_names,
+       ARRAY(SELECT e.name FROM memory_entities e WHERE e.memory_id = m.id AND e.tenant_id = m.tenant_id
+             ORDER BY e.name) AS entity_names,
        -- the companion's ripple activation (sum of recent ripples, capped; no second round trip)
        rp.ripple, rp.ripple_count,
        -- a memory that only asks: its content ends with a question mark and it holds no resolution
@@ -320,7 +324,8 @@ SELECT t.*, m.memory_type, m.content, m.context, m.resolution, m.tags, m.summary
        -- field names (service.py, _hand_to_replies), unless that one only asks too
        rep.reply
 FROM top t
-JOIN memories m ON m.id = t.id
+-- ids are unique per tenant only (the key is (id, tenant_id)): every join back names the tenant
+JOIN memories m ON m.id = t.id AND m.tenant_id = :tenant_id
 LEFT JOIN agents a ON a.id = m.agent_id
 CROSS JOIN LATERAL (
     SELECT least(CAST(:ripple_cap AS float8), sum(r.weight)) AS ripple, count(*) AS ripple_count
@@ -339,14 +344,15 @@ LEFT JOIN LATERAL (
                'group', n.group_name, 'pinned', n.pinned, 'hit_count', n.hit_count,
                'last_hit_at', n.last_hit_at, 'created_at', n.created_at, 'updated_at', n.updated_at,
                'agent', na.name, 'redacted_entities', n.redacted_entities,
-               'contributions', (SELECT count(*) FROM memory_contributions c WHERE c.memory_id = n.id),
+               'contributions', (SELECT count(*) FROM memory_contributions c
+                                 WHERE c.memory_id = n.id AND c.tenant_id = n.tenant_id),
                'valence', n.valence, 'arousal', n.arousal, 'thread', n.thread, 'position', n.position,
                'occurred_at', n.occurred_at, 'importance', n.importance, 'resolved_at', n.resolved_at
            ) AS reply
     FROM memories n
     LEFT JOIN agents na ON na.id = n.agent_id
     WHERE CAST(:reply_weight AS float8) > 0 AND qa.asks AND m.thread IS NOT NULL AND m.position IS NOT NULL
-      AND n.tenant_id = :tenant_id AND n.thread = m.thread AND n.position = m.position + 1
+      AND n.tenant_id = :tenant_id AND n.thread = m.thread AND CAST(n.position AS bigint) = CAST(m.position AS bigint) + 1
       AND n.status = 'active'
       AND n.memory_type = ANY(CAST(:f_types AS text[])) -- filter:types
       AND n.tags && CAST(:f_tags AS text[]) -- filter:tags

@@ -144,3 +144,34 @@ def test_embedded_server_takes_its_memory_settings_from_ultron_conf(tmp_path):
     assert shown == (f"{expected // 1024}GB" if expected % 1024 == 0 else f"{expected}MB")
     conf = (tmp_path / "pgdata" / "postgresql.conf").read_text()
     assert conf.count("include_if_exists = 'ultron.conf'") == 1  # not appended again on restart
+
+
+def test_serve_restarts_its_embedded_server_after_the_postmaster_is_killed(tmp_path):
+    data_dir = tmp_path / "ultron-home"
+    port = _free_port()
+    hub = _serve(data_dir, port)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        assert httpx.post(
+            f"{base}/memories/upload", json={"content": "before the kill"}, timeout=30
+        ).is_success
+        [postmaster] = _postmasters(data_dir)
+        postmaster.kill()  # SIGKILL: nothing of it is left to restart itself
+        postmaster.wait(10)
+        deadline = time.monotonic() + 120
+        answered = None
+        while time.monotonic() < deadline:
+            try:
+                answered = httpx.get(f"{base}/memories/stats", timeout=10)
+                if answered.status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.5)
+        postmasters = len(_postmasters(data_dir))
+    finally:
+        log = _stop(hub)
+    assert answered is not None and answered.status_code == 200, log[-3000:]
+    assert answered.json()["total"] == 1  # the committed upload survived the kill
+    assert postmasters == 1
+    assert "had stopped (killed or crashed): restarted it" in log

@@ -113,6 +113,12 @@ class Settings(BaseSettings):
     port: int = Field(8765, ge=1, le=65535, description="Port `ultron serve` binds to")
     max_field_chars: int = Field(20_000, ge=100, description="Largest content/context/resolution accepted")
     max_request_bytes: int = Field(25 * 1024 * 1024, ge=1024, description="Largest request body accepted")
+    max_batch_chars: int = Field(
+        200_000,
+        ge=1000,
+        description="Most characters (content, context, resolution, tags) one upload-batch request may send "
+        "through redaction and NER; a larger batch is refused with 413 (split it)",
+    )
 
     # --- providers -------------------------------------------------------------------------------
     embedding_provider: EmbeddingProviderName = Field(
@@ -447,15 +453,44 @@ class Settings(BaseSettings):
     def is_embedded(self) -> bool:
         return self.database_url is None
 
-    def masked(self) -> dict[str, object]:
-        """The running configuration with every secret masked (for `/settings` and the dashboard)."""
+    def masked(self, *, deployment: bool = True) -> dict[str, object]:
+        """The running configuration with every secret masked (for `/settings` and the dashboard): secret
+        fields, and the user:password of any URL in a plain one. `deployment=False` leaves out where the
+        hub runs and what it talks to (DEPLOYMENT_SETTINGS): what a non-admin agent is shown."""
         out: dict[str, object] = {}
         for name, value in self.model_dump().items():
+            if not deployment and name in DEPLOYMENT_SETTINGS:
+                continue
             if isinstance(getattr(self, name), SecretStr):
                 out[name] = "********" if value else None
+            elif isinstance(value, str):
+                out[name] = mask_url_credentials(value)
             else:
                 out[name] = str(value) if isinstance(value, Path) else value
         return out
+
+
+# Where the hub runs and what it connects to: paths, addresses, provider endpoints. Shown to admin agents
+# only (a non-admin has no use for them, and they map the deployment for an attacker).
+DEPLOYMENT_SETTINGS = frozenset(
+    {
+        "data_dir",
+        "database_url",
+        "database_replica_urls",
+        "host",
+        "port",
+        "metrics_port",
+        "embedding_base_url",
+        "llm_base_url",
+        "dashscope_base_url",
+    }
+)
+_URL_CREDENTIALS = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/?#@\s]*@")
+
+
+def mask_url_credentials(value: str) -> str:
+    """`scheme://user:password@host` -> `scheme://********@host`, anywhere in `value`."""
+    return _URL_CREDENTIALS.sub(r"\1********@", value)
 
 
 def settings_reference() -> str:

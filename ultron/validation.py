@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel
+from pydantic import AfterValidator, BaseModel
 
 from ultron.errors import ValidationFailed
 
@@ -22,6 +22,10 @@ MAX_TASK_CHARS = 4000
 MAX_JSON_DEPTH = 64
 # Offsets, limits and version parts must fit a Postgres bigint (and any sane page).
 MAX_INT = 2**63 - 1
+# A column of Postgres' `integer` (a thread position, a count) stops at 2**31 - 1: a request field bound
+# for one is capped here so that it is a 422 naming the field, not a 500 from the INSERT or, stored, an
+# overflow in every later query that adds to it.
+INT4_MAX = 2**31 - 1
 MAX_OFFSET = 1_000_000_000
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -53,12 +57,33 @@ def check_int(value: int, field: str, *, low: int = 0, high: int = MAX_INT) -> i
     return value
 
 
+def path_problem(value: str) -> str | None:
+    """Why `value` cannot be a file or import name (text problems, bidi or other control characters)."""
+    problem = text_problem(value)
+    if problem is not None:
+        return problem
+    if any(ch in BIDI_CONTROLS or (ord(ch) < 32 or 0x7F <= ord(ch) < 0xA0) for ch in value):
+        return f"{value.encode('unicode_escape').decode()!r} holds a bidi or control character"
+    return None
+
+
 def check_path(value: str, field: str = "path") -> str:
-    """A file name inside a skill or an upload: plain text without bidirectional controls."""
-    check_text(value, field)
-    if any(ch in BIDI_CONTROLS for ch in value):
-        raise ValidationFailed(f"{field} {value.encode('unicode_escape').decode()!r} holds a bidi control")
+    """A file name inside a skill or an upload: plain text without bidirectional or control characters."""
+    problem = path_problem(value)
+    if problem is not None:
+        raise ValidationFailed(f"{field} {problem}")
     return value
+
+
+def _path_name(value: str) -> str:
+    problem = path_problem(value)
+    if problem is not None:
+        raise ValueError(problem)
+    return value
+
+
+# A request field that names a file or an import (refused with a 422 like check_path).
+PathName = Annotated[str, AfterValidator(_path_name)]
 
 
 def _strings(value: Any, where: str, depth: int = 0) -> Iterator[tuple[str, str]]:

@@ -1,4 +1,4 @@
-"""Migration 0018 (memories.superseded_by_id) carries a full store made at 0015 across and back with nothing
+"""Migration 0017 (memories.superseded_by_id) carries a full store made at 0015 across and back with nothing
 lost; the link holds only within a tenant and is cleared, not cascaded, when the newer memory goes."""
 
 from __future__ import annotations

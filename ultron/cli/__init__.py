@@ -174,7 +174,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     hub = Hub.open(settings)
     worker = None
     record = None
+    supervisor = None
     try:
+        if hub.db.embedded_dir is not None:
+            # start-up: loaded when the command runs, not when the CLI builds its parser
+            from ultron.db.embedded import Supervisor
+
+            supervisor = Supervisor(hub.db.embedded_dir).start()  # restarts a killed embedded server
         with hub.db.session() as session:
             keys = count_issued_keys(session)  # revoked keys count: they never reopen the hub
         loopback = is_loopback(settings.host)
@@ -217,6 +223,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except SystemExit as exc:
         return int(exc.code or 0)
     finally:
+        if supervisor is not None:
+            supervisor.close()  # before the hub releases the server: it must not start it again
         if record is not None:
             forget_hub(record)
         if worker is not None:

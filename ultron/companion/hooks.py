@@ -26,6 +26,7 @@ from ultron.config import Settings
 from ultron.db.models import Memory, MemoryEntity
 from ultron.db.queries import q
 from ultron.memory.classify import IMPORTANCE_DEFAULT, infer_importance
+from ultron.memory.ownership import may_set_fields
 from ultron.memory.schemas import ScoreComponents, SearchResult, UploadRequest, UploadResult
 from ultron.memory.service import load_records, project
 from ultron.providers.base import Embedder
@@ -68,6 +69,8 @@ class MemoryHooks:
         if memory is None:
             return result
         self.link_entities(session, memory)
+        if not may_set_fields(actor, memory):
+            return result  # another agent's upload (or any, into a pinned memory) sets none of its fields
         if req.importance is not None:
             memory.importance = req.importance
             session.flush()

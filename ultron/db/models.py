@@ -204,7 +204,7 @@ class Memory(Base):
         JSONB, nullable=False, server_default=text("'{}'")
     )
     merged_into_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
-    # The newer memory that updates this one (same subject, changed value; migration 0018): search ranks
+    # The newer memory that updates this one (same subject, changed value; migration 0017): search ranks
     # that one first and flags this one as superseded.
     superseded_by_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
     archived_reason: Mapped[str | None] = mapped_column(Text)
@@ -219,7 +219,8 @@ class Memory(Base):
 
 
 class TermStat(Base):
-    """Document frequency of one full-text lexeme among a tenant's active memories (the ranker's IDF).
+    """Document frequency of one full-text lexeme among a tenant's active shared memories (the ranker's IDF;
+    shared only, so that no agent's ranking depends on memories it cannot see: migration 0016).
 
     Refreshed as a whole by ultron_refresh_term_stats(tenant) (migration 0010), which the worker runs."""
 

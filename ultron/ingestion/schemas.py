@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field
 
 from ultron.ingestion.kinds import IMPORT_KINDS as IMPORT_KINDS  # re-exported
 from ultron.memory.schemas import UploadResult
+from ultron.validation import PathName
 
 ImportKind = Literal["chatgpt", "claude", "deepseek", "markdown", "text"]
 
@@ -58,7 +59,7 @@ class IngestTextResult(BaseModel):
 class FileContent(BaseModel):
     """One file in a JSON ingest request: text as is, or bytes as base64."""
 
-    name: str = Field(..., min_length=1, max_length=1000)
+    name: PathName = Field(..., min_length=1, max_length=1000)
     content: str | None = None
     content_base64: str | None = None
 
@@ -88,7 +89,7 @@ class ImportStatus(BaseModel):
 
 class ImportStartRequest(BaseModel):
     kind: ImportKind
-    name: str = Field("import", min_length=1, max_length=1000)
+    name: PathName = Field("import", min_length=1, max_length=1000)
     content: str | None = None
     content_base64: str | None = None
 

@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ultron import validation
-from ultron.errors import UltronError, ValidationFailed
+from ultron.errors import PayloadTooLarge, UltronError, ValidationFailed
 from ultron.memory.schemas import (
     MAX_BATCH_ITEMS,
     BatchItemResult,
@@ -45,6 +45,22 @@ def check_items(items: Sequence[UploadRequest | Mapping[str, Any]]) -> list[Uplo
         except UltronError as exc:
             out.append(exc)
     return out
+
+
+def check_batch_cost(items: Sequence[UploadRequest | UltronError], max_chars: int) -> None:
+    """A batch's texts all go through redaction and NER before anything is stored, in one request: their
+    total is capped (413 beyond it) so that one request cannot hold a worker thread, and the NER model,
+    for minutes."""
+    total = sum(
+        len(r.content) + len(r.context) + len(r.resolution) + sum(map(len, r.tags))
+        for r in items
+        if isinstance(r, UploadRequest)
+    )
+    if total > max_chars:
+        raise PayloadTooLarge(
+            f"the batch holds {total} characters of text; the limit per request is {max_chars} "
+            "(ULTRON_MAX_BATCH_CHARS): send it in smaller batches"
+        )
 
 
 def summarize(results: Iterable[UploadResult | UltronError]) -> UploadBatchResult:

@@ -1,12 +1,13 @@
 """`ultron memory split` and `ultron memory repair-merges`: undo merges the dedup rules would not make today.
 
 Before issue 14 the offline hub merged far too much (a clock time, a year and a speaker's name were
-"shared words"; pandas and numpy were one memory). `repair-merges` walks every merged contribution of the
-tenant (keyset pages, never the whole table at once), asks the upload path's current rules
-(`MemoryService.merge_verdict`) whether the merge would be made today -- comparing the upload with the
+"shared words"; pandas and numpy were one memory). `repair-merges` walks every merged contribution of
+every tenant, in every scope (keyset pages, never the whole table at once), asks the upload path's current
+rules (`MemoryService.merge_verdict`) whether the merge would be made today -- comparing the upload with the
 memory's first upload at the cosine recorded when it merged -- and prints those it would not. With
 `--apply` it splits each of them back into a memory of its own (`MemoryService.split`), one transaction
-per split.
+per split, acting as the memory's owner (private and group memories are visible to it alone or its
+group), with an admin's rights.
 """
 
 from __future__ import annotations
@@ -20,10 +21,10 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from ultron.db.engine import Database
-from ultron.db.models import Memory, MemoryContribution
-from ultron.errors import UltronError
+from ultron.db.models import Memory, MemoryContribution, Tenant
+from ultron.errors import NotFound, UltronError
 from ultron.memory.service import MemoryService
-from ultron.tenancy import Actor, local_actor
+from ultron.tenancy import Actor
 
 PAGE = 500
 MERGED = ("merged", "merged_judge")
@@ -38,6 +39,7 @@ class Finding:
     reason: str
     memory_text: str
     contribution_text: str
+    tenant_id: UUID | None = None
 
 
 def _fields(row: Any) -> dict[str, str]:
@@ -95,6 +97,7 @@ def review(service: MemoryService, session: Session, actor: Actor, *, page: int 
                     reason=reason,
                     memory_text=_short(_fields(original)),
                     contribution_text=_short(_fields(c)),
+                    tenant_id=actor.tenant_id,
                 )
 
 
@@ -103,8 +106,12 @@ def repair(
 ) -> tuple[int, int]:
     """Print (and with `apply` split back) the merges today's rules would not make: (found, split)."""
     with db.session() as session:
-        actor = local_actor(session)
-        findings = list(review(memory, session, actor))
+        tenants = session.execute(select(Tenant.id, Tenant.name).order_by(Tenant.name)).all()
+        findings = [
+            f
+            for t in tenants
+            for f in review(memory, session, Actor(t.id, None, "repair-merges", t.name, is_admin=True))
+        ]
     for f in findings:
         sim = "-" if f.similarity is None else f"{f.similarity:.4f}"
         out(f"{f.memory_id}  contribution {f.contribution_id}  {f.decision} {sim}: {f.reason}")
@@ -115,7 +122,8 @@ def repair(
         for f in findings:
             try:
                 with db.session() as session:
-                    result = memory.split(session, local_actor(session), f.memory_id, f.contribution_id)
+                    owner = _owner(session, f)
+                    result = memory.split(session, owner, f.memory_id, f.contribution_id)
                 done += 1
                 out(f"split contribution {f.contribution_id} into memory {result.split.id}")
             except UltronError as exc:
@@ -123,3 +131,14 @@ def repair(
     verb = "split back" if apply else "would split back (dry run; --apply to do it)"
     out(f"{len(findings)} merges the current rules would not make; {done if apply else len(findings)} {verb}")
     return len(findings), done
+
+
+def _owner(session: Session, f: Finding) -> Actor:
+    """An admin actor that sees the memory: its owner's identity (a private memory is visible to its
+    author only) in its group."""
+    assert f.tenant_id is not None
+    m = session.get(Memory, (f.memory_id, f.tenant_id))
+    if m is None:
+        raise NotFound(f"memory {f.memory_id} is gone")
+    groups = (m.group_name,) if m.group_name else ()
+    return Actor(f.tenant_id, m.agent_id, "repair-merges", groups=groups, is_admin=True)

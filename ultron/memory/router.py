@@ -14,7 +14,7 @@ from uuid import UUID
 from fastapi import APIRouter, Depends, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from ultron.memory.batch import check_items, summarize
+from ultron.memory.batch import check_batch_cost, check_items, summarize
 from ultron.memory.filters import FILTER_FIELDS, SearchFilters, search_filters
 from ultron.memory.prefix import ids_with_prefix
 from ultron.memory.schemas import (
@@ -32,7 +32,7 @@ from ultron.memory.schemas import (
     UploadResult,
 )
 from ultron.memory.service import MemoryService
-from ultron.routing.deps import UnitDep, hub_part
+from ultron.routing.deps import SettingsDep, UnitDep, hub_part
 from ultron.routing.errors import ERROR_RESPONSES
 from ultron.tenancy import Actor
 
@@ -99,11 +99,14 @@ def upload_memory(body: UploadRequest, response: Response, unit: UnitDep, memory
 
 
 @router.post("/upload-batch", response_model=UploadBatchResult)
-def upload_memories_batch(body: UploadBatchRequest, unit: UnitDep, memory: MemoryDep) -> UploadBatchResult:
+def upload_memories_batch(
+    body: UploadBatchRequest, unit: UnitDep, memory: MemoryDep, settings: SettingsDep
+) -> UploadBatchResult:
     """Up to 500 uploads in one call, each checked, redacted, typed and de-duplicated exactly as a single
     upload is (an item that repeats an earlier one of the batch merges into it). Results come in the
     batch's order; an item that fails its checks is refused with the reason and the others are stored."""
     reqs = check_items(body.items)
+    check_batch_cost(reqs, settings.max_batch_chars)
 
     def prepare(actor: Actor) -> Any:
         with unit.session() as session:  # the tenant's redaction policy, in a short read of its own
@@ -178,8 +181,17 @@ class SplitRequest(BaseModel):
 
 @router.post("/{memory_id}/split", response_model=SplitResult)
 def split_memory(memory_id: UUID, body: SplitRequest, unit: UnitDep, memory: MemoryDep) -> SplitResult:
-    """Undo a merge: the contribution becomes its own memory again (its contributor or an admin; else 403)."""
+    """Undo a merge: the contribution becomes its own memory again (its contributor, the memory's owner or
+    an admin; else 403). Not out of an archived memory (409)."""
     return unit.write(lambda s, a: memory.split(s, a, memory_id, body.contribution_id))
+
+
+@router.delete("/{memory_id}/contributions/{contribution_id}", status_code=204)
+def purge_contribution(memory_id: UUID, contribution_id: int, unit: UnitDep, memory: MemoryDep) -> Response:
+    """Take a merged upload's text out of a memory: its contributor or an admin deletes it; the memory's
+    owner moves it to a memory of its contributor's own (a split). The memory's own upload: 422 (PATCH it)."""
+    unit.write(lambda s, a: memory.purge_contribution(s, a, memory_id, contribution_id))
+    return Response(status_code=204)
 
 
 @router.get("/{memory_id}/thread", response_model=list[MemoryRecord])
@@ -195,5 +207,7 @@ def edit_memory(memory_id: UUID, body: MemoryPatch, unit: UnitDep, memory: Memor
 
 @router.delete("/{memory_id}", status_code=204)
 def delete_memory(memory_id: UUID, unit: UnitDep, memory: MemoryDep) -> Response:
+    """Forget a memory (its contributor or an admin). Other agents' uploads merged into it are kept: each
+    becomes a memory of its own agent, as a split would make it."""
     unit.write(lambda s, a: memory.delete(s, a, memory_id))
     return Response(status_code=204)

@@ -8,6 +8,8 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ultron.validation import INT4_MAX
+
 Tier = Literal["hot", "warm", "cold"]
 Status = Literal["active", "archived"]
 Scope = Literal["shared", "private", "group"]
@@ -43,7 +45,9 @@ class UploadRequest(BaseModel):
     thread: str | None = Field(
         None, min_length=1, max_length=200, description="The conversation or session this memory comes from"
     )
-    position: int | None = Field(None, ge=0, description="Its place in the thread (turn number)")
+    position: int | None = Field(
+        None, ge=0, le=INT4_MAX, description="Its place in the thread (turn number, at most 2**31 - 1)"
+    )
     occurred_at: datetime | None = Field(
         None, description="When what it tells happened (ISO 8601, with a timezone); distinct from created_at"
     )

@@ -42,8 +42,8 @@ from ultron.config import Settings
 from ultron.db.models import ActivityEvent, Agent, Memory, MemoryContribution
 from ultron.db.plans import SORT_DEFAULT, SORT_OFF, WALK_SHARE, WalkCache
 from ultron.db.queries import dollar_params, q
-from ultron.errors import Forbidden, NotFound, UltronError, ValidationFailed
-from ultron.memory import document, fulltext, supersede
+from ultron.errors import Conflict, Forbidden, NotFound, UltronError, ValidationFailed
+from ultron.memory import document, fulltext, ownership, supersede
 from ultron.memory.filters import NO_FILTERS_PARAMS, SearchFilters
 from ultron.memory.heuristic import agree, conflicts
 from ultron.memory.hits import HitBuffer, SearchUse
@@ -1110,7 +1110,9 @@ class MemoryService:
             if text_changed:
                 self._apply_text(memory, merged)
                 memory.redacted_entities = _add_counts(memory.redacted_entities, more)
-        tags = list(dict.fromkeys([*memory.tags, *p.tags]))[: self.settings.max_tags]
+        # A pinned memory's tags stay as its owner set them too (the upload's stay in its contribution).
+        tags = memory.tags if memory.pinned else list(dict.fromkeys([*memory.tags, *p.tags]))
+        tags = tags[: self.settings.max_tags]
         if text_changed:
             memory.tags = tags
             session.flush()
@@ -1180,8 +1182,9 @@ class MemoryService:
         """Undo a merge: a merged contribution becomes its own memory, with its own embedding, summaries
         and document; the memory it leaves no longer indexes its text.
 
-        Only the contribution's own agent or an admin may split it out (403 otherwise); a contribution
-        that created its memory cannot be split from it (422)."""
+        Only the contribution's own agent, the memory's owner or an admin may split it out (403 otherwise);
+        a contribution that created its memory cannot be split from it (422), nor one out of an archived
+        memory (409)."""
         self.get(session, actor, memory_id)  # 404 when the memory is not visible to this agent
         memory = session.get(
             Memory, (memory_id, actor.tenant_id), with_for_update=True, populate_existing=True
@@ -1190,21 +1193,77 @@ class MemoryService:
         c = session.get(MemoryContribution, (contribution_id, actor.tenant_id), with_for_update=True)
         if c is None or c.memory_id != memory_id or c.tenant_id != actor.tenant_id:
             raise NotFound(f"contribution {contribution_id} is not part of memory {memory_id}")
-        if not actor.is_admin and c.agent_id != actor.agent_id:
+        if not actor.is_admin and actor.agent_id not in (c.agent_id, memory.agent_id):
             raise Forbidden(
                 f"agent {actor.agent_name!r} did not upload contribution {contribution_id}; only its "
-                "contributor or an admin agent may split it out"
+                "contributor, the memory's owner or an admin agent may split it out"
             )
         if c.decision not in ("merged", "merged_judge"):
             raise ValidationFailed(
                 f"contribution {contribution_id} is the memory's own upload ({c.decision}); only merged "
                 "contributions can be split out"
             )
+        if memory.status != "active":
+            # An archived memory stays archived with what it holds: no active copy of part of it.
+            raise Conflict(f"memory {memory_id} is archived; a contribution cannot be split out of it")
         owner = str(memory.agent_id) if memory.scope == "private" else (memory.group_name or "")
         session.execute(
             text("SELECT pg_advisory_xact_lock(:ns, :key)"),
             {"ns": DEDUP_LOCK_NAMESPACE, "key": _lock_key(actor, memory.memory_type, memory.scope, owner)},
         )
+        new = self._memory_of(session, actor, memory, c)
+        c.memory_id, c.decision = new.id, "split"
+        session.flush()
+        self._unmerge_text(session, memory, c)
+        document.rebuild(session, memory)
+        memory.updated_at = datetime.now(UTC)
+        session.flush()
+        self._activity(
+            session, actor, "split", memory_id, {"contribution_id": contribution_id, "into": str(new.id)}
+        )
+        return SplitResult(
+            memory=self.get(session, actor, memory_id),
+            split=self.get(session, actor, new.id),
+            contribution_id=contribution_id,
+        )
+
+    def purge_contribution(
+        self, session: Session, actor: Actor, memory_id: UUID, contribution_id: int
+    ) -> None:
+        """Take a merged upload's text out of a memory for good (its words stop finding the memory). Its
+        contributor or an admin deletes it; the memory's owner, who may not destroy another agent's upload,
+        moves it to a memory of that agent's own (a split). The base upload follows edits: not purgeable."""
+        memory = session.get(Memory, (memory_id, actor.tenant_id), with_for_update=True)
+        self.get(session, actor, memory_id)  # 404 when the memory is not visible to this agent
+        assert memory is not None
+        c = session.get(MemoryContribution, (contribution_id, actor.tenant_id), with_for_update=True)
+        if c is None or c.memory_id != memory_id:
+            raise NotFound(f"contribution {contribution_id} is not part of memory {memory_id}")
+        if c.decision not in ownership.MERGED_DECISIONS:
+            raise ValidationFailed(
+                f"contribution {contribution_id} is the memory's own upload: edit the memory (PATCH) or "
+                "delete it"
+            )
+        own = c.agent_id == actor.agent_id or actor.is_admin
+        if not own and memory.agent_id != actor.agent_id:
+            raise Forbidden(
+                f"agent {actor.agent_name!r} may not purge contribution {contribution_id}: only its "
+                "contributor, the memory's owner or an admin agent may"
+            )
+        if not own:
+            self.split(session, actor, memory_id, contribution_id)
+            return
+        session.delete(c)
+        session.flush()
+        self._unmerge_text(session, memory, c)
+        document.rebuild(session, memory)
+        memory.updated_at = datetime.now(UTC)
+        session.flush()
+        self._activity(session, actor, "purge", memory_id, {"contribution_id": contribution_id})
+
+    def _memory_of(self, session: Session, actor: Actor, memory: Memory, c: MemoryContribution) -> Memory:
+        """A new memory of a contribution's own (its embedding, summaries, document), in the scope of the
+        memory it was merged into; the caller moves the contribution to it."""
         fields = {"content": c.content, "context": c.context, "resolution": c.resolution}
         memory_type = self.intelligence.infer_type(**fields)
         l0, l1 = self.intelligence.summarize(**fields)
@@ -1220,21 +1279,7 @@ class MemoryService:
             scope=memory.scope,
             group=memory.group_name,
         )
-        new = self._new_memory(session, actor.tenant_id, c.agent_id, prepared)
-        c.memory_id, c.decision = new.id, "split"
-        session.flush()
-        self._unmerge_text(session, memory, c)
-        document.rebuild(session, memory)
-        memory.updated_at = datetime.now(UTC)
-        session.flush()
-        self._activity(
-            session, actor, "split", memory_id, {"contribution_id": contribution_id, "into": str(new.id)}
-        )
-        return SplitResult(
-            memory=self.get(session, actor, memory_id),
-            split=self.get(session, actor, new.id),
-            contribution_id=contribution_id,
-        )
+        return self._new_memory(session, actor.tenant_id, c.agent_id, prepared)
 
     def _unmerge_text(self, session: Session, memory: Memory, c: MemoryContribution) -> None:
         """Take back from the memory's text and tags what only the split-out contribution brought: a
@@ -1263,10 +1308,9 @@ class MemoryService:
             ]
             fields["resolution"] = "\n".join(kept)
             if " ".join(fields["resolution"].split()) == theirs:
-                first = next(
-                    (row.resolution for row in remaining if row.decision in ("created", "split")), ""
+                fields["resolution"] = ownership.resolution_after_split(
+                    fields["resolution"], theirs, remaining
                 )
-                fields["resolution"] = first if " ".join(first.split()) != theirs else ""
         if fields != {"content": memory.content, "context": memory.context, "resolution": memory.resolution}:
             self._apply_text(memory, fields)
 
@@ -1625,6 +1669,8 @@ class MemoryService:
             if merged != current:
                 memory.memory_type = self.intelligence.infer_type(**merged)
                 self._apply_text(memory, merged)
+            # What the owner edited out stops being indexed, and a later split restores what it set.
+            ownership.follow_edit(session, memory, [*new_text, *(["tags"] if "tags" in changes else [])])
             document.rebuild(session, memory)
         for name in ("tier", "pinned", "valence", "arousal", "importance"):
             if changes.get(name) is not None:
@@ -1639,10 +1685,20 @@ class MemoryService:
         return self.get(session, actor, memory_id)
 
     def delete(self, session: Session, actor: Actor, memory_id: UUID) -> None:
-        """Forget a memory for good: its contributions and hit log go with it."""
-        self._owned(session, actor, memory_id)
+        """Forget a memory for good: its hit log and its owner's uploads go with it. Other agents' uploads
+        merged into it are acknowledged data of theirs: each becomes a memory of its own agent (in the
+        memory's scope and status), as a split would make it."""
+        memory = self._owned(session, actor, memory_id)
+        kept = []
+        for c in ownership.others_uploads(session, memory):
+            new = self._memory_of(session, actor, memory, c)
+            if memory.status != "active":
+                new.status, new.archived_at, new.archived_reason = "archived", memory.archived_at, "deleted"
+            c.memory_id, c.decision = new.id, "split"
+            kept.append(str(new.id))
+        session.flush()
         session.execute(delete(Memory).where(Memory.id == memory_id, Memory.tenant_id == actor.tenant_id))
-        self._activity(session, actor, "delete", memory_id, {})
+        self._activity(session, actor, "delete", memory_id, {"kept": kept} if kept else {})
 
     # --- stats ---------------------------------------------------------------------------------
 

@@ -3,7 +3,7 @@
 "We moved the staging database to db-stage-2" after "The staging database is db-stage-1": the same
 subject with a changed value (a host, a version, a date, a number, a quoted name, a choice such as tabs vs
 spaces). On upload the new memory is compared with its nearest memories (any type, the same scope and
-owner; sql/supersede.sql); the one it updates gets `superseded_by_id` (migration 0018). Nothing is
+owner; sql/supersede.sql); the one it updates gets `superseded_by_id` (migration 0017). Nothing is
 archived: the older memory stays searchable, flagged `superseded_by` in its record and its explain.
 
 The offline rule (`updates`), first miss wins:

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable
+import time
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import regex as re
@@ -134,8 +135,14 @@ class OfflineSpacyNlpEngine(SpacyNlpEngine):
             return out
         todo = [i for i, text in enumerate(texts) if may_name_someone(text, language)]
         views = [model_view(texts[i]) for i in todo]
-        with self._model_lock:
-            docs = list(self.pipelines[language].pipe(views, batch_size=batch_size))
+        docs: list[spacy.tokens.Doc] = []
+        # The lock is taken per chunk of about LOCK_CHARS characters, not for the whole list: a big batch
+        # upload then holds the model for a chunk at a time, and other requests' texts (other tenants')
+        # get it between chunks instead of waiting for the whole batch (29 s seen before).
+        for chunk in _chunks(views, LOCK_CHARS):
+            with self._model_lock:
+                docs += self.pipelines[language].pipe(chunk, batch_size=batch_size)
+            time.sleep(0)  # let a waiting thread take the lock before this one takes it again
         for i, view, doc in zip(todo, views, docs, strict=True):
             out[i] = self._artifacts(view, doc, language)
         return out
@@ -277,3 +284,21 @@ class NoContextEnhancer(ContextAwareEnhancer):
 
     def enhance_using_context(self, text, raw_results, nlp_artifacts, recognizers, context=None):  # noqa: D102
         return raw_results
+
+
+# Characters of text one hold of the NER model's lock covers in a batch (about a second of CPU).
+LOCK_CHARS = 8_000
+
+
+def _chunks(views: list[str], budget: int) -> Iterator[list[str]]:
+    """`views` in order, in runs of at most `budget` characters (a longer text alone)."""
+    chunk: list[str] = []
+    size = 0
+    for view in views:
+        if chunk and size + len(view) > budget:
+            yield chunk
+            chunk, size = [], 0
+        chunk.append(view)
+        size += len(view)
+    if chunk:
+        yield chunk

@@ -308,9 +308,10 @@ def agent_names(unit: UnitDep) -> list[str]:
 
 @api.get("/settings", response_model=dict[str, Any])
 def running_settings(unit: UnitDep, settings: SettingsDep) -> dict[str, Any]:
-    """The running configuration, every secret masked."""
-    unit.write(lambda s, a: None)
-    return settings.masked()
+    """The running configuration, every secret and URL credential masked; deployment settings (paths,
+    addresses, provider URLs) to admin agents only."""
+    admin = unit.write(lambda s, a: a.is_admin)
+    return settings.masked(deployment=admin)
 
 
 @api.get("/settings/runtime", response_model=RuntimeSettingsView)

@@ -27,7 +27,7 @@ from typing import Any, Protocol
 from uuid import UUID
 
 import psycopg
-from sqlalchemy import text, update
+from sqlalchemy import func, text, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session
@@ -81,6 +81,7 @@ class StepOutcome:
     status: str
     counts: dict[str, Any] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
+    started_at: datetime = field(default_factory=lambda: datetime.now(UTC))
 
 
 class ItemSteps(Protocol):
@@ -329,16 +330,20 @@ class Worker:
             return run.id
 
     def _record_finish(self, run_id: int | None, cycle_id: uuid.UUID, outcome: StepOutcome) -> None:
-        values = {
+        """Both ends of a run on one clock: a row written only now takes the step's own start and this
+        process's time (the row's default, the server's transaction time, came after the finish); a row
+        written at the start was stamped by the server, so the server stamps its finish too."""
+        values: dict[str, Any] = {
             "status": outcome.status,
             "counts": outcome.counts,
             "errors": outcome.errors,
-            "finished_at": datetime.now(UTC),
         }
         with self.db.session() as session:
             if run_id is None:
+                values |= {"started_at": outcome.started_at, "finished_at": datetime.now(UTC)}
                 session.add(WorkerRun(cycle_id=cycle_id, worker_id=self.id, step=outcome.step, **values))
             else:
+                values["finished_at"] = func.greatest(func.now(), WorkerRun.started_at)
                 session.execute(update(WorkerRun).where(WorkerRun.id == run_id).values(**values))
 
     # --- presence and heartbeat ----------------------------------------------------------------

@@ -7,8 +7,8 @@ of the reference only, as merged_into_id). Search ranks the current memory first
 nothing is archived or deleted. No row changes on upgrade (the column starts empty); downgrade drops the
 column and its key, and every memory, contribution, key, scope and pin stays as it is.
 
-Revision ID: 0018_superseded_by
-Revises: 0015_member_tenant_fk
+Revision ID: 0017_superseded_by
+Revises: 0016_shared_term_stats
 Create Date: 2026-12-03
 """
 
@@ -17,8 +17,8 @@ from sqlalchemy.dialects.postgresql import UUID
 
 from alembic import op
 
-revision = "0018_superseded_by"
-down_revision = "0015_member_tenant_fk"
+revision = "0017_superseded_by"
+down_revision = "0016_shared_term_stats"
 branch_labels = None
 depends_on = None
 
