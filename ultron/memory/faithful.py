@@ -282,6 +282,17 @@ def negations(text: str) -> int:
     return len(_NEGATION_EN.findall(text)) + len(_NEGATION_ZH.findall(text))
 
 
+def _negations_differ(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """One negates more often: in content and context, and in the fixes when both hold one (a fix that
+    only one side has is an addition, not a contradiction)."""
+    head_a = _text({"content": a.get("content"), "context": a.get("context")})
+    head_b = _text({"content": b.get("content"), "context": b.get("context")})
+    if negations(head_a) != negations(head_b):
+        return True
+    fix_a, fix_b = str(a.get("resolution") or ""), str(b.get("resolution") or "")
+    return bool(fix_a.strip() and fix_b.strip()) and negations(fix_a) != negations(fix_b)
+
+
 def is_question(text: str) -> bool:
     return any(_QUESTION.search(line) for line in text.splitlines() if line.strip())
 
@@ -308,7 +319,7 @@ def disagreements(a: dict[str, Any], b: dict[str, Any], *, strict: bool = True) 
     words_b = {w for c in cb for w in c.words}
     if (strict and words_a != words_b) or _substituted(ca, cb):
         found.append("words")
-    if negations(text_a) != negations(text_b):
+    if _negations_differ(a, b):
         found.append("negation")
     if (is_question(text_a) or is_question(text_b)) and words_a != words_b:
         found.append("question")
