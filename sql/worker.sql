@@ -256,6 +256,16 @@ LEFT JOIN LATERAL (
 ) n ON true
 ORDER BY m.id
 
+-- name: split_apart
+-- Whether a split separated the two memories, either way round (memory_service.split logs the memory it
+-- left with the new one's id): consolidation never merges them back.
+SELECT EXISTS (
+    SELECT 1 FROM activity_events
+    WHERE tenant_id = :tenant_id AND kind = 'split'
+      AND ((memory_id = :a_id AND detail ->> 'into' = CAST(:b_id AS text))
+        OR (memory_id = :b_id AND detail ->> 'into' = CAST(:a_id AS text)))
+)
+
 -- name: recent_runs
 SELECT id, cycle_id, worker_id, step, status, started_at, finished_at, counts, errors
 FROM worker_runs

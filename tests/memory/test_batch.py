@@ -21,6 +21,7 @@ from ultron.db.models import (
     MemoryEntity,
     Tenant,
 )
+from ultron.memory import service as memory_service
 from ultron.memory.schemas import UploadRequest
 from ultron.memory.termstats import MIN_CHANGES, TermStatsKeeper
 from ultron.sdk import Ultron
@@ -159,7 +160,8 @@ def test_batch_ends_as_the_same_uploads_one_by_one(hub):
     # The repeat inside the batch merged into the memory the batch itself had just created.
     assert result.results[2].memory_id == result.results[0].memory_id
     redis = [r for r in _state(hub, "batched") if r[0].startswith("Redis")]
-    assert redis[0][8] == (("EMAIL_ADDRESS", 2),) and "alice@" not in redis[0][1]
+    # a redacted address is an unknown: two texts that hold one are never one fact (issue 31)
+    assert len(redis) == 2 and redis[0][8] == (("EMAIL_ADDRESS", 1),) and "alice@" not in redis[0][1]
     lily = [r for r in _state(hub, "batched") if r[0].startswith("Lily")]
     assert lily[0][15] == (3, 0.2, 0.4) and ("person", "Lily Chen") in lily[0][18]
     assert (
@@ -377,13 +379,13 @@ def test_soft_band_items_are_decided_without_writing_the_batch_first(hub, monkey
             return _original(*args, **kwargs)
 
         monkeypatch.setattr(service, name, spy)
-    judge = service.intelligence.judge_same
+    judge = memory_service.may_merge_judged  # the judgement's first step: the content veto
 
     def judged(a, b):  # type: ignore[no-untyped-def]
         calls["judge"] += 1
         return judge(a, b)
 
-    monkeypatch.setattr(service.intelligence, "judge_same", judged)
+    monkeypatch.setattr(memory_service, "may_merge_judged", judged)
     single, batch = _client(hub, "one-by-one"), _client(hub, "batched")
     decisions = [single.upload(**item).decision for item in items]
     calls.update(create_many=0, nearest=0, judge=0)

@@ -80,7 +80,8 @@ def test_llm_merge_rewrites_text_reembeds_and_resummarizes(make_hub, fake_openai
     hub = llm_hub(make_hub, fake_openai, dedup_similarity_threshold=0.9999, dedup_soft_threshold=0.0)
     first = upload(hub, FIRST).record
     before = stored_embedding(hub, first.id)
-    result = upload(hub, SECOND)
+    # the same fact again: another job (SECOND) would be vetoed before the LLM is asked (faithful.py)
+    result = upload(hub, FIRST.model_copy(update={"content": FIRST.content + " (again)"}))
     assert result.decision == "merged_judge" and result.merged_text
     rec = result.record
     assert (rec.content, rec.context, rec.resolution) == (

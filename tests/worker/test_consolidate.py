@@ -10,6 +10,11 @@ from tests.worker.conftest import add_memories
 from ultron.db.models import Memory, MemorySource, SessionRecord, TaskSegment
 from ultron.hub import build_worker
 
+# Duplicates state one fact: consolidation, like an upload, merges only what states the same fact.
+RESTART = "Restart the worker after changing its config"
+UTC = "Write timestamps in the logs in UTC"
+TOPICS = ("the worker", "the scheduler", "the proxy", "the cache")
+
 
 def _near(base: np.ndarray, scale: float, seed: int) -> np.ndarray:
     return base + np.random.default_rng(seed).normal(scale=scale, size=base.shape)
@@ -26,10 +31,10 @@ def test_consolidation_merges_near_duplicates_and_archives_the_loser(make_hub):
     rng = np.random.default_rng(1)
     a, b, c = (rng.normal(size=hub.embedder.dimension) for _ in range(3))
     rows = [
-        {"embedding": a, "hit_count": 5},  # 0: winner (more used)
-        {"embedding": _near(a, 0.001, 2), "hit_count": 1},  # 1: its duplicate
-        {"embedding": b, "hit_count": 0, "pinned": True},  # 2: pinned, less used: still wins
-        {"embedding": _near(b, 0.001, 3), "hit_count": 9},  # 3
+        {"embedding": a, "hit_count": 5, "content": RESTART},  # 0: winner (more used)
+        {"embedding": _near(a, 0.001, 2), "hit_count": 1, "content": RESTART},  # 1: its duplicate
+        {"embedding": b, "hit_count": 0, "pinned": True, "content": UTC},  # 2: pinned, less used: still wins
+        {"embedding": _near(b, 0.001, 3), "hit_count": 9, "content": UTC},  # 3
         {"embedding": c, "memory_type": "error"},  # 4: same vector, another type: never merged
         {"embedding": c, "memory_type": "pattern"},  # 5
     ]
@@ -53,7 +58,11 @@ def test_consolidation_stops_at_max_merges_and_is_off_by_default(make_hub):
     rows = []
     for i in range(4):
         base = rng.normal(size=hub.embedder.dimension)
-        rows += [{"embedding": base, "hit_count": 2}, {"embedding": _near(base, 0.001, i), "hit_count": 1}]
+        fact = f"{TOPICS[i]} needs a restart after its config changes"
+        rows += [
+            {"embedding": base, "hit_count": 2, "content": fact},
+            {"embedding": _near(base, 0.001, i), "hit_count": 1, "content": fact},
+        ]
     _, ids = add_memories(hub, rows)
     off = build_worker(hub).run_cycle(("consolidate",))[0]
     assert off.counts == {"skipped": "consolidate_enabled is false"}
@@ -75,7 +84,11 @@ def test_two_pinned_duplicates_are_both_kept(make_hub):
 def test_the_sessions_a_merged_memory_came_from_now_point_at_the_winner(make_hub):
     hub = make_hub(consolidate_enabled=True)
     a = np.random.default_rng(4).normal(size=hub.embedder.dimension)
-    tenant_id, ids = add_memories(hub, [{"embedding": a, "hit_count": 5}, {"embedding": _near(a, 0.001, 5)}])
+    rows = [
+        {"embedding": a, "hit_count": 5, "content": UTC},
+        {"embedding": _near(a, 0.001, 5), "content": UTC},
+    ]
+    tenant_id, ids = add_memories(hub, rows)
     winner, loser = ids
     with hub.db.session() as session:
         record = SessionRecord(tenant_id=tenant_id, agent_name="bot", source="s.jsonl", format="jsonl")
@@ -114,3 +127,16 @@ def test_the_sessions_a_merged_memory_came_from_now_point_at_the_winner(make_hub
         got = {(r.memory_id, r.segment_id): r.contributions for r in rows}
     # the segment linked to both keeps one row with both uploads; the other now points at the winner
     assert got == {(winner, segments[0]): 3, (winner, segments[1]): 1}
+
+
+def test_reflections_are_never_consolidated(make_hub):
+    hub = make_hub(consolidate_enabled=True)
+    base = np.random.default_rng(8).normal(size=hub.embedder.dimension)
+    rows = [
+        {"embedding": base, "memory_type": "reflection", "content": RESTART},
+        {"embedding": _near(base, 0.001, 9), "memory_type": "reflection", "content": RESTART},
+    ]
+    _, ids = add_memories(hub, rows)
+    outcome = build_worker(hub).run_cycle(("consolidate",))[0]
+    assert outcome.counts["merged"] == 0
+    assert {s[0] for s in _state(hub, ids).values()} == {"active"}

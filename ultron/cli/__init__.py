@@ -524,16 +524,27 @@ def cmd_reembed(args: argparse.Namespace) -> int:
 def cmd_calibrate(args: argparse.Namespace) -> int:
     # start-up: loaded when the command runs, not when the CLI builds its parser
     from ultron.bench import dedup_calibration as calibration
+    from ultron.bench import dedup_hard
     from ultron.hub import build_embedder
-    from ultron.memory import heuristic
+    from ultron.memory import faithful
 
     settings = _settings(args)
     hard, soft = settings.dedup_thresholds
     split = None if args.split == "all" else args.split
+    embedder = build_embedder(settings)
     report = calibration.run(
-        build_embedder(settings), heuristic.same_subject, hard, soft, split=split, gate=heuristic.agree
+        embedder, dedup_hard.judge, hard, soft, split=split, gate=faithful.may_merge_automatically
     )
     print(report.format())
+    print()
+    hard_report = dedup_hard.run(embedder, hard, soft, split=args.split)
+    print(hard_report.format())
+    refused = hard_report.failures()
+    if report.merge_precision("auto") < dedup_hard.SHIP_AUTO_PRECISION:
+        refused.append(f"shipped set: automatic-merge precision {report.merge_precision('auto'):.3f}")
+    if refused:
+        print(f"REFUSED: HARD {hard} / SOFT {soft} merge different facts on the {args.split} pairs")
+        return 1
     return 0
 
 

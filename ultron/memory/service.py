@@ -44,8 +44,9 @@ from ultron.db.plans import SORT_DEFAULT, SORT_OFF, WALK_SHARE, WalkCache
 from ultron.db.queries import dollar_params, q
 from ultron.errors import Conflict, Forbidden, NotFound, UltronError, ValidationFailed
 from ultron.memory import document, fulltext, ownership, supersede
+from ultron.memory.faithful import disagreements, may_merge_automatically, may_merge_judged
 from ultron.memory.filters import NO_FILTERS_PARAMS, SearchFilters
-from ultron.memory.heuristic import agree, conflicts
+from ultron.memory.heuristic import conflicts
 from ultron.memory.hits import HitBuffer, SearchUse
 from ultron.memory.relevance import calibrated_relevance, content_coverage, dense_z
 from ultron.memory.schemas import (
@@ -715,7 +716,13 @@ class MemoryService:
         known: dict[str, str] | None = None,
     ) -> bool:
         existing = self._fields_of(session, actor, memory_id, known)
-        return not _is_update(p, existing) and bool(self.intelligence.judge_same(existing, p.fields))
+        # The offline content checks veto any judge (a chat model too), and spare it the call; an update
+        # of a value is never a duplicate.
+        return (
+            may_merge_judged(existing, p.fields)
+            and not _is_update(p, existing)
+            and bool(self.intelligence.judge_same(existing, p.fields))
+        )
 
     # --- upload --------------------------------------------------------------------------------
 
@@ -879,10 +886,10 @@ class MemoryService:
         if min(abs(sim - self.hard_threshold), abs(sim - self.soft_threshold)) < SIM_MARGIN:
             return None
         fields = new.fields[place]
-        if sim >= self.hard_threshold and agree(fields, p.fields):
+        if sim >= self.hard_threshold and may_merge_automatically(fields, p.fields):
             return None  # merged automatically
         if sim >= self.soft_threshold:
-            same = bool(self.intelligence.judge_same(fields, p.fields))
+            same = may_merge_judged(fields, p.fields) and bool(self.intelligence.judge_same(fields, p.fields))
             if same:
                 judged[new.ids[place]] = True
                 return None
@@ -961,12 +968,13 @@ class MemoryService:
         sim: float,
         known: dict[str, str] | None = None,
     ) -> bool:
-        """A merge without the judge: cosine at or above HARD and agreeing distinguishing tokens (no other
-        package, version, path, command, error code, number or date: heuristic.conflicts)."""
+        """A merge without the judge: cosine at or above HARD, agreeing distinguishing tokens (no other
+        package, version, path, command, error code, number or date: heuristic.conflicts) and the same
+        fact (faithful.disagreements: names and their roles, numbers, negation, the question's object)."""
         if sim < self.hard_threshold:
             return False
         existing = self._fields_of(session, actor, memory_id, known)
-        return agree(existing, p.fields) and not _is_update(p, existing)
+        return may_merge_automatically(existing, p.fields) and not _is_update(p, existing)
 
     def merge_verdict(
         self, existing: dict[str, str], incoming: dict[str, str], sim: float
@@ -974,12 +982,13 @@ class MemoryService:
         """What the upload path decides today for an upload at cosine `sim` from a memory, and why:
         ('merged' | 'merged_judge' | None, reason). Used by `ultron memory repair-merges`."""
         clash = conflicts(existing, incoming)
-        if sim >= self.hard_threshold and not clash:
-            return "merged", f"cosine {sim:.4f} >= HARD and the distinguishing tokens agree"
+        if sim >= self.hard_threshold and may_merge_automatically(existing, incoming):
+            return "merged", f"cosine {sim:.4f} >= HARD and the texts state the same fact"
         if sim < self.soft_threshold:
             why = f"cosine {sim:.4f} is below SOFT {self.soft_threshold:.4f}"
             return None, why + (f"; different {', '.join(clash)}" if clash else "")
-        if self.intelligence.judge_same(existing, incoming):
+        clash += disagreements(existing, incoming, strict=False)
+        if not clash and self.intelligence.judge_same(existing, incoming):
             return "merged_judge", "the judge says same"
         if clash:
             return None, "different " + ", ".join(clash)

@@ -2,9 +2,13 @@
 
 Memories are walked in keyset pages of their id; each brings its nearest active neighbour of the same
 type and visibility (sql/worker.sql: consolidation_candidates). A pair at or above the hard dedup
-threshold merges; one in the soft band merges if the judge agrees. The winner is the pinned one, else the
-more used one, else the older one; the loser is archived with `merged_into_id` set (never deleted). Each
-merge is its own transaction; at most `consolidate_max_merges` per cycle.
+threshold merges if the two state the same fact (the upload path's automatic gate); one in the soft band,
+or above HARD but refused by that gate, merges if the judge agrees and the offline content checks do not
+veto it (`faithful.may_merge_judged`). It never merges a reflection, nor two memories a split separated
+(a split is a person or agent saying "these differ"); a pinned memory never loses and, as on upload, a
+merge into it never rewrites its text. The winner is the pinned one, else the more used one, else the
+older one; the loser is archived with `merged_into_id` set (never deleted).
+Each merge is its own transaction; at most `consolidate_max_merges` per cycle.
 """
 
 from __future__ import annotations
@@ -19,7 +23,9 @@ from sqlalchemy.orm import Session
 from ultron.db.engine import Database
 from ultron.db.models import Memory
 from ultron.db.queries import q
+from ultron.memory.faithful import may_merge_automatically, may_merge_judged
 from ultron.memory.service import MemoryService
+from ultron.memory.text import REFLECTION_TYPE
 from ultron.tenancy import Actor
 
 log = logging.getLogger(__name__)
@@ -110,8 +116,10 @@ class Consolidator:
                 counts.skipped += 1
                 return
             winner, loser = pair
-            if sim < self.hard:
+            if sim < self.hard or not may_merge_automatically(_fields(winner), _fields(loser)):
                 counts.judged += 1
+                if not may_merge_judged(_fields(winner), _fields(loser)):
+                    return
                 if not self.memory.intelligence.judge_same(_fields(winner), _fields(loser)):
                     return
             if self.memory.absorb(session, _actor(tenant_id, loser), winner.id, loser.id, sim):
@@ -128,4 +136,9 @@ class Consolidator:
             return None
         if a.status != "active" or b.status != "active":
             return None
-        return pick_winner(a, b)
+        if REFLECTION_TYPE in (a.memory_type, b.memory_type):
+            return None
+        split = session.execute(
+            q("split_apart"), {"tenant_id": tenant_id, "a_id": a_id, "b_id": b_id}
+        ).scalar_one()
+        return None if split else pick_winner(a, b)
