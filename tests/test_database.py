@@ -143,7 +143,7 @@ def test_server_without_pgvector_gets_a_clear_error(db_url):
 
 def test_starting_with_another_embedding_model_is_refused(settings):
     Hub.open(settings).close()
-    with pytest.raises(EmbeddingModelMismatch, match="ultron reembed"):
+    with pytest.raises(EmbeddingModelMismatch, match="ultron db reembed"):
         Hub.open(settings.model_copy(update={"embedding_dimension": 128}))
 
 

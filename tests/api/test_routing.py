@@ -20,6 +20,8 @@ from ultron.tenancy import create_agent
 # Routes that hold no data or answer without a key: the dashboard's page and assets, health, readiness.
 PUBLIC = {"/", "/health", "/ready", "/metrics", "/dashboard", "/dashboard/", "/dashboard/assets/{name}"}
 PUBLIC |= {"/api/dashboard/features"}
+# The API explorer: static pages and their bundled assets (ultron/api/explorer.py), no data.
+PUBLIC |= {"/docs", "/docs/oauth2-redirect", "/redoc", "/docs/assets/{name}"}
 
 
 def _calls(dependant: Dependant) -> Iterator[Any]:

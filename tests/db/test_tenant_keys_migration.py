@@ -26,9 +26,14 @@ GROUP BY table_name
 """
 
 
+# Ranking statistics a migration may rebuild from the memories (0016 counts shared memories only): derived,
+# not stored data; tests/db/test_shared_term_stats_migration.py checks them.
+DERIVED = {"term_stats", "term_totals"}
+
+
 def _columns(url: str) -> dict[str, str]:
     with psycopg.connect(url) as conn:
-        return dict(conn.execute(COLUMNS).fetchall())
+        return {t: c for t, c in conn.execute(COLUMNS).fetchall() if t not in DERIVED}
 
 
 def _rows(url: str, columns: dict[str, str]) -> dict[str, list[str]]:

@@ -151,8 +151,14 @@ def cluster(db_url: str, tmp_path: Path) -> Iterator[tuple[list[Proc], list[Proc
     apis = []
     for i in range(API_PROCESSES):
         port = _free_port()
+        # One hub per data dir (the record of its URL); the hubs share the database, not the folder.
+        own = tmp_path / f"api{i}"
+        own.mkdir()
         p = _spawn(
-            f"api{i}", ["serve", "--no-worker", "--host", "127.0.0.1", "--port", str(port)], env, tmp_path
+            f"api{i}",
+            ["serve", "--no-worker", "--host", "127.0.0.1", "--port", str(port)],
+            {**env, "ULTRON_DATA_DIR": str(own)},
+            tmp_path,
         )
         p.url = f"http://127.0.0.1:{port}"
         apis.append(p)
