@@ -203,13 +203,13 @@ DEMO_SKILL_MEMORIES: list[dict[str, Any]] = [
     {
         "content": "pytest fixture scope: cases pass alone but fail together",
         "context": "pytest fixture, a module-scoped fixture hands out a mutable dict",
-        "resolution": "use function scope or return a fresh copy each time",
+        "resolution": 'use scope="function" or return a fresh copy each time',
         "tags": ["pytest"],
     },
     {
         "content": "pytest fixture teardown never ran",
         "context": "pytest fixture, the fixture used return instead of yield",
-        "resolution": "yield the resource and put the cleanup code after it",
+        "resolution": "`yield` the resource and put the cleanup code after it",
         "tags": ["pytest"],
     },
     {
@@ -221,7 +221,7 @@ DEMO_SKILL_MEMORIES: list[dict[str, Any]] = [
     {
         "content": "pytest fixture scope: an environment variable leaked into later cases",
         "context": "pytest fixture, one case wrote os.environ directly",
-        "resolution": "monkeypatch.setenv undoes the change automatically",
+        "resolution": "`monkeypatch.setenv` undoes the change automatically",
         "tags": ["pytest"],
     },
     {
@@ -235,13 +235,14 @@ DEMO_SKILL_FOLLOWUPS: list[dict[str, Any]] = [
     {
         "content": "Docker build cache: an ARG with a timestamp invalidates every later layer",
         "context": "docker build, ARG BUILD_DATE declared at the top of the Dockerfile",
-        "resolution": "declare volatile arguments as late as possible",
+        "resolution": "declare ARG BUILD_DATE as late as possible, just before the step that uses it",
         "tags": ["docker"],
     },
     {
         "content": "Docker build: the image is 1.8 GB because compilers ship with it",
         "context": "docker build, gcc needed for native wheels",
-        "resolution": "multi-stage: compile in a builder stage, copy only the artifacts into a slim runtime",
+        "resolution": "multi-stage: compile in a builder stage, COPY --from=builder only the artifacts into "
+        "a slim runtime",
         "tags": ["docker"],
     },
     {
@@ -302,9 +303,11 @@ def seed_demo(
     for i, fields in enumerate(DEMO_MEMORIES):
         with hub.db.session() as s:
             ids.append(hub.memory.upload(s, actors[i % len(actors)], UploadRequest(**fields)).record.id)
-    # A near-duplicate from another agent merges, so contributions show more than one author.
+    # A near-duplicate from another agent merges, so contributions show more than one author. It states
+    # the same fact in other words (a merge is only for the same fact: see memory/faithful.py).
+    same_fact = {**DEMO_MEMORIES[0], "context": "in a fresh python3.11 container, with the system pip"}
     with hub.db.session() as s:
-        hub.memory.upload(s, actors[1], UploadRequest(**{**DEMO_MEMORIES[0], "context": "python:3.11 image"}))
+        hub.memory.upload(s, actors[1], UploadRequest(**same_fact))
     for round_ in range(3):
         for j, query in enumerate(DEMO_SEARCHES[: len(DEMO_SEARCHES) - round_ * 2]):
             with hub.db.session() as s:
