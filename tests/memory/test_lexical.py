@@ -278,11 +278,6 @@ CHAT = [
 ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 33 (found 4): term statistics count shared memories only (migration 0016), so a store of "
-    "private memories alone ranks without IDF; per-visibility statistics would restore this ranking",
-)
 def test_confident_results_come_before_the_low_ones(make_hub):
     """A new user's chat on the default local model: "Priya moving" scored two turns that only name Priya
     (low confidence) above the turn that answers (high); results go confident first, each group by score."""

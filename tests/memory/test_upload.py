@@ -30,12 +30,16 @@ PANDAS_AGAIN = UploadRequest(
     resolution="pip install pandas inside the image",
     tags=["pandas"],
 )
-# Same container, a different lesson: in the soft band of PANDAS, and the judge calls it different.
-PANDAS_CONFIG = UploadRequest(
-    content="KeyError: 'pandas' raised by the config loader",
+# The same fact as PANDAS in other words: the content checks let it merge without the judge (faithful.py).
+PANDAS_REWORDED = UploadRequest(
+    content="ModuleNotFoundError: No module named 'pandas' while running the analysis script",
     context="Docker container running a data analysis job",
-    resolution="add the pandas section to config.yaml",
+    resolution="pip install pandas inside the image",
 )
+# In the soft band of PANDAS, and the judge calls it different: the content checks find no other fact
+# (faithful.py vetoes a different error, fix or value before any judge is asked), but it shares too few
+# terms with PANDAS for the judge to call it the same lesson.
+PANDAS_TERSE = UploadRequest(content="ModuleNotFoundError: No 'pandas' in the image")
 
 
 def upload(hub, req, actor=None):  # type: ignore[no-untyped-def]
@@ -140,16 +144,16 @@ def test_identical_upload_merges_counts_a_hit_and_unions_tags(hub):
 def test_merge_exactly_at_hard_threshold_and_new_just_above(make_hub):
     hub = make_hub()
     first = upload(hub, PANDAS).record
-    sim = db_similarity(hub, first.id, PANDAS_AGAIN)
+    sim = db_similarity(hub, first.id, PANDAS_REWORDED)
     assert 0.5 < sim < 0.9999
 
     at = make_hub(dedup_similarity_threshold=sim, dedup_soft_threshold=sim)
-    assert upload(at, PANDAS_AGAIN).decision == "merged"
+    assert upload(at, PANDAS_REWORDED).decision == "merged"
     assert count(at) == 1
 
     above = make_hub(dedup_similarity_threshold=sim + 1e-6, dedup_soft_threshold=sim + 1e-6)
     assert upload(
-        above, PANDAS_AGAIN.model_copy(update={"context": "Docker container running a data analysis job"})
+        above, PANDAS_REWORDED.model_copy(update={"context": "Docker container running a data analysis job"})
     )
     assert count(above) == 2
 
@@ -172,7 +176,7 @@ def test_the_judge_reads_the_nearest_memorys_text_from_the_dedup_probe(make_hub)
 
     hub = make_hub()
     upload(hub, PANDAS)
-    other = PANDAS_CONFIG
+    other = PANDAS_TERSE
     band = make_hub(dedup_similarity_threshold=0.999, dedup_soft_threshold=0.0)
     seen, statements = [], []
     judge = band.memory.intelligence.judge_same
@@ -197,7 +201,7 @@ def test_the_judge_reads_the_nearest_memorys_text_from_the_dedup_probe(make_hub)
 def test_soft_band_judge_says_different(make_hub):
     hub = make_hub()
     upload(hub, PANDAS)
-    other = PANDAS_CONFIG
+    other = PANDAS_TERSE
     band = make_hub(dedup_similarity_threshold=0.999, dedup_soft_threshold=0.0)
     result = upload(band, other)
     assert result.decision == "created"

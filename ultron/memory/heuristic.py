@@ -234,14 +234,16 @@ _STOP_BIGRAMS = frozenset(
 # Words too generic to make two memories opposite when one negates them ("not on client errors").
 _NOT_A_CHOICE = frozenset({"error", "failure", "fail", "issue", "problem", "错误", "问题"})
 
-# A negation cue negates the rest of its clause; "prefer X over Y" negates only Y.
+# A negation cue negates the rest of its clause; "prefer X over Y" negates only Y. Every n't contraction is
+# one ("didn't finish" says what "did not finish" says: the two must not read as opposite stances); a
+# clause of reason ("because ...") is the cause, not what is negated, with or without a comma before it.
 _NEGATION = re.compile(
-    r"\b(?:no|not|never|don'?t|doesn'?t|avoid|without|cannot|can'?t|hates?|dislikes?|instead of"
+    r"\b(?:no|not|never|don'?t|doesn'?t|\w+n['’]t|avoid|without|cannot|can'?t|hates?|dislikes?|instead of"
     r"|rather than)\b|\bprefer(?:s|red)?\b[^,;:.!?\n]{1,40}?\b(?P<over>over)\b"
     r"|不要|不用|别用|别|避免|禁止|讨厌|不能|不许|而不是|不是|不喜欢|无需|不需要"
 )
 _CLAUSE_END = re.compile(
-    r"[,;:.!?()\[\]，；：。！？（）、\n—]|\b(?:but|except|unless|other than)\b|但|除了|除非"
+    r"[,;:.!?()\[\]，；：。！？（）、\n—]|\b(?:but|except|unless|other than|because)\b|但|除了|除非|因为"
 )
 _CHOICE_PATTERNS = tuple({value: re.compile(rx) for value, rx in cls.items()} for cls in CHOICE_CLASSES)
 
