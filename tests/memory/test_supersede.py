@@ -107,3 +107,60 @@ def test_an_update_is_never_merged_even_at_the_automatic_threshold(make_hub):  #
     assert get(hub, old.id).superseded_by == new.id
     same = add(hub, "Reports are exported as CSV.")
     assert same.id == old.id  # a plain duplicate still merges
+
+
+def turn(content: str, thread: str) -> dict[str, str]:
+    return {"content": content, "thread": thread}
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # redaction puts "<PERSON>" for a speaker's name: the placeholder names no subject
+        (
+            turn("<PERSON>: I finally moved into a place in Ridgewood with a tiny balcony.", "c1/session-1"),
+            turn("<PERSON>: Love these chats. Later!", "c1/session-1"),
+        ),
+        (
+            turn("<PERSON>: Love these chats. Later!", "c1/session-1"),
+            turn("<PERSON>: We moved receipt numbers to a Postgres sequence.", "c1/session-3"),
+        ),
+        # a number in a reply, sessions apart, with no stated change
+        (
+            turn("Maya: Yes, May 17. My goal is under two hours.", "c1/session-7"),
+            turn(
+                "<PERSON>: Under two hours! I saw you at kilometre 18, you looked like a superhero.",
+                "c1/session-8",
+            ),
+        ),
+        # a reply picking up its question's words within one conversation
+        (
+            turn('<PERSON>: "Run like Biscuit is chasing you" is a great sign.', "c1/session-8"),
+            turn("Maya: Biscuit has never chased anything in his life.", "c1/session-8"),
+        ),
+    ],
+)
+def test_chat_turns_that_only_share_a_speaker_or_reply_are_no_update(
+    old: dict[str, str], new: dict[str, str]
+) -> None:
+    assert not supersede.updates(new, old)
+    assert not supersede.updates(old, new)
+    # without their threads too, the placeholder alone is no shared subject
+    if "<PERSON>" in old["content"] and "<PERSON>" in new["content"]:
+        assert not supersede.updates({"content": new["content"]}, {"content": old["content"]})
+        assert not supersede.updates({"content": old["content"]}, {"content": new["content"]})
+
+
+def test_a_stated_change_between_chat_turns_is_still_an_update() -> None:
+    old = turn("Maya: The book club meets on Tuesday evenings at the library.", "c1/session-1")
+    new = turn("<PERSON>: The book club moved to Thursday evenings at the library.", "c1/session-4")
+    assert supersede.updates(new, old)
+
+
+def test_a_reply_in_the_same_conversation_is_not_linked_on_upload(make_hub):  # type: ignore[no-untyped-def]
+    hub = make_hub()
+    asked = add(hub, '<PERSON>: "Run like Biscuit is chasing you" is a great sign.', thread="c1/session-8")
+    reply = add(hub, "Maya: Biscuit has never chased anything in his life.", thread="c1/session-8")
+    assert reply.id != asked.id
+    assert get(hub, asked.id).superseded_by is None
+    assert get(hub, reply.id).superseded_by is None

@@ -38,6 +38,7 @@ CANDIDATES = 5
 UPDATE_MIN_SHARED = 2
 UPDATE_MIN_SHARED_WITH_CUE = 1
 UPDATE_CONTAINMENT = 0.34
+SAME_THREAD_CONTAINMENT = 0.5
 SUPERSEDED_WEIGHT = 0.5
 NOT_UPDATES = ("error", "security")
 
@@ -83,22 +84,38 @@ def updates(newer: dict[str, Any], older: dict[str, Any]) -> bool:
     if not (valued or (cue and _raw_terms(text_a) - _raw_terms(text_b))):
         return False
     shared = terms_a & terms_b
+    if _turn(newer) and _turn(older):
+        # Chat turns quote numbers and dates all the time ("Yes, May 17. My goal is under two hours." /
+        # "Under two hours! I saw you at kilometre 18") and say "now" and "new" in passing: between two
+        # turns only a stated change of a subject both name (two terms) is one, and within one
+        # conversation, where a reply picks up its question's words ("Run like Biscuit is chasing you" /
+        # "Biscuit has never chased anything"), the subject must be shared more strongly still.
+        floor = SAME_THREAD_CONTAINMENT if _same_thread(newer, older) else UPDATE_CONTAINMENT
+        return cue and len(shared) >= UPDATE_MIN_SHARED and heuristic.containment(terms_a, terms_b) >= floor
     need = UPDATE_MIN_SHARED_WITH_CUE if cue else UPDATE_MIN_SHARED
     return len(shared) >= need and heuristic.containment(terms_a, terms_b) >= UPDATE_CONTAINMENT
 
 
+def _turn(m: dict[str, Any]) -> bool:
+    return m.get("thread") is not None
+
+
+def _same_thread(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    return _turn(a) and a.get("thread") == b.get("thread")
+
+
+# A redaction placeholder ("<PERSON>"): every redacted name is the same token, so it names no subject.
+_PLACEHOLDER = re.compile(r"<[A-Z][A-Z_]{1,30}>")
+
+
 def _raw_terms(text: str) -> set[str]:
-    return heuristic.terms(_CHANGE_CUE.sub(" ", text))
+    return heuristic.terms(_CHANGE_CUE.sub(" ", _PLACEHOLDER.sub(" ", text)))
 
 
 def _subject_terms(text: str) -> set[str]:
     """What a memory is about: its terms (names included: "Jonas moved to Ridgewood" is about Jonas) less
     the change cue itself, chat words and numbers (the value that changed)."""
-    return {
-        t
-        for t in heuristic.terms(_CHANGE_CUE.sub(" ", text))
-        if t not in heuristic.CHAT_WORDS and not any(c.isdigit() for c in t)
-    }
+    return {t for t in _raw_terms(text) if t not in heuristic.CHAT_WORDS and not any(c.isdigit() for c in t)}
 
 
 def _newer_of(new: dict[str, Any], old: Any) -> bool:
@@ -115,7 +132,7 @@ def link_new(session: Session, tenant_id: UUID, memory_id: UUID, new: dict[str, 
         q("supersede_candidates"), {"id": memory_id, "tenant_id": tenant_id, "k": CANDIDATES}
     ).all()
     for row in rows:
-        old = {k: getattr(row, k) for k in ("memory_type", "content", "context", "resolution")}
+        old = {k: getattr(row, k) for k in ("memory_type", "content", "context", "resolution", "thread")}
         if not updates(new, old) and not updates(old, new):
             continue
         newer, older = (memory_id, row.id) if _newer_of(new, row) else (row.id, memory_id)
