@@ -133,6 +133,17 @@ def turn(content: str, thread: str) -> dict[str, str]:
                 "c1/session-8",
             ),
         ),
+        # "update" as a noun, and a subject only partly shared
+        (
+            turn(
+                "<PERSON>: I have news too. I'm presenting at PyData Berlin in June about our churn model.",
+                "c2/s4",
+            ),
+            turn(
+                "<PERSON>: Work update: the churn model started drifting. AUC dropped from 0.84 to 0.71.",
+                "c2/s5",
+            ),
+        ),
         # a reply picking up its question's words within one conversation
         (
             turn('<PERSON>: "Run like Biscuit is chasing you" is a great sign.', "c1/session-8"),
@@ -145,10 +156,18 @@ def test_chat_turns_that_only_share_a_speaker_or_reply_are_no_update(
 ) -> None:
     assert not supersede.updates(new, old)
     assert not supersede.updates(old, new)
-    # without their threads too, the placeholder alone is no shared subject
-    if "<PERSON>" in old["content"] and "<PERSON>" in new["content"]:
-        assert not supersede.updates({"content": new["content"]}, {"content": old["content"]})
-        assert not supersede.updates({"content": old["content"]}, {"content": new["content"]})
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("<PERSON>: I finally moved into a place in Ridgewood.", "<PERSON>: Love these chats. Later!"),
+        ("<PERSON>: Love these chats. Later!", "<PERSON>: We moved receipt numbers to a Postgres sequence."),
+    ],
+)
+def test_a_redaction_placeholder_is_no_shared_subject(old: str, new: str) -> None:
+    assert not supersede.updates({"content": new}, {"content": old})
+    assert not supersede.updates({"content": old}, {"content": new})
 
 
 def test_a_stated_change_between_chat_turns_is_still_an_update() -> None:
@@ -164,3 +183,15 @@ def test_a_reply_in_the_same_conversation_is_not_linked_on_upload(make_hub):  # 
     assert reply.id != asked.id
     assert get(hub, asked.id).superseded_by is None
     assert get(hub, reply.id).superseded_by is None
+
+
+def test_the_later_memory_must_state_the_change(make_hub):  # type: ignore[no-untyped-def]
+    # the earlier one holds the cue ("moving"): the later one tells how it went, it changes no value
+    hub = make_hub()
+    plan = add(
+        hub,
+        "We're moving from Redshift to Snowflake. The cutover is planned for the last weekend of February.",
+    )
+    done = add(hub, "The Snowflake cutover went well. Only one incident: a timezone bug in the loaders.")
+    assert get(hub, plan.id).superseded_by is None
+    assert get(hub, done.id).superseded_by is None

@@ -38,7 +38,7 @@ CANDIDATES = 5
 UPDATE_MIN_SHARED = 2
 UPDATE_MIN_SHARED_WITH_CUE = 1
 UPDATE_CONTAINMENT = 0.34
-SAME_THREAD_CONTAINMENT = 0.5
+TURN_CONTAINMENT = 0.5
 SUPERSEDED_WEIGHT = 0.5
 NOT_UPDATES = ("error", "security")
 
@@ -86,22 +86,20 @@ def updates(newer: dict[str, Any], older: dict[str, Any]) -> bool:
     shared = terms_a & terms_b
     if _turn(newer) and _turn(older):
         # Chat turns quote numbers and dates all the time ("Yes, May 17. My goal is under two hours." /
-        # "Under two hours! I saw you at kilometre 18") and say "now" and "new" in passing: between two
-        # turns only a stated change of a subject both name (two terms) is one, and within one
-        # conversation, where a reply picks up its question's words ("Run like Biscuit is chasing you" /
-        # "Biscuit has never chased anything"), the subject must be shared more strongly still.
-        floor = SAME_THREAD_CONTAINMENT if _same_thread(newer, older) else UPDATE_CONTAINMENT
-        return cue and len(shared) >= UPDATE_MIN_SHARED and heuristic.containment(terms_a, terms_b) >= floor
+        # "Under two hours! I saw you at kilometre 18"), say "now", "new" and "update" in passing, and a
+        # reply picks up its question's words ("Run like Biscuit is chasing you" / "Biscuit has never
+        # chased anything"): between two turns only a stated change of a strongly shared subject is one.
+        return (
+            cue
+            and len(shared) >= UPDATE_MIN_SHARED
+            and heuristic.containment(terms_a, terms_b) >= TURN_CONTAINMENT
+        )
     need = UPDATE_MIN_SHARED_WITH_CUE if cue else UPDATE_MIN_SHARED
     return len(shared) >= need and heuristic.containment(terms_a, terms_b) >= UPDATE_CONTAINMENT
 
 
 def _turn(m: dict[str, Any]) -> bool:
     return m.get("thread") is not None
-
-
-def _same_thread(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    return _turn(a) and a.get("thread") == b.get("thread")
 
 
 # A redaction placeholder ("<PERSON>"): every redacted name is the same token, so it names no subject.
@@ -133,9 +131,16 @@ def link_new(session: Session, tenant_id: UUID, memory_id: UUID, new: dict[str, 
     ).all()
     for row in rows:
         old = {k: getattr(row, k) for k in ("memory_type", "content", "context", "resolution", "thread")}
-        if not updates(new, old) and not updates(old, new):
+        # The later one must state the change: "We're moving to Snowflake" is not updated by a later
+        # "The Snowflake cutover went well" for holding the cue itself.
+        if _newer_of(new, row):
+            if not updates(new, old):
+                continue
+            newer, older = memory_id, row.id
+        elif not updates(old, new):
             continue
-        newer, older = (memory_id, row.id) if _newer_of(new, row) else (row.id, memory_id)
+        else:
+            newer, older = row.id, memory_id
         session.execute(q("mark_superseded"), {"newer": newer, "older": older, "tenant_id": tenant_id})
         return UUID(str(row.id))
     return None
