@@ -51,6 +51,11 @@ def test_the_offline_rule_finds_an_update(old: str, new: str) -> None:
         ("The staging database is db-stage-1.", "The production database is db-prod-1."),
         ("Maya: I moved to the pediatric ward.", "Jonas: I moved into a flat in Ridgewood."),
         ("Which host is the staging database on?", "The staging database runs on db-stage-2."),
+        # opposite choices, no stated change: two scopes of one preference
+        (
+            "User prefers 4-space indentation, never tabs, in Python and YAML files",
+            "User prefers tabs for indentation in their JavaScript/TypeScript projects",
+        ),
     ],
 )
 def test_different_subjects_and_questions_are_no_update(a: str, b: str) -> None:

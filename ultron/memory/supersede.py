@@ -9,12 +9,14 @@ archived: the older memory stays searchable, flagged `superseded_by` in its reco
 The offline rule (`updates`), first miss wins:
 1. neither is a question (a question states no value) nor an error or security report (two failures with
    different codes are two failures, not an update);
-2. a value changed: a class of distinguishing tokens disagrees (heuristic.conflicts), or the two pick
-   opposite choices, or the newer one says it changed ("moved to", "now", "switched", 改成, 现在 ...) and
-   holds a term the older lacks;
+2. a value changed: a class of distinguishing tokens disagrees (heuristic.conflicts), or the newer one
+   says it changed ("moved to", "now", "switched", 改成, 现在 ...) and picks the opposite choice or holds
+   a term the older lacks;
 3. the same subject: at least UPDATE_MIN_SHARED subject terms shared (one where the newer one says it
    changed), and at least UPDATE_CONTAINMENT of the smaller memory's (`_subject_terms`: names count; the
-   cue, chat words and numbers do not).
+   cue, chat words, numbers and redaction placeholders do not). Between two chat turns (both with a
+   `thread`): the cue, UPDATE_MIN_SHARED terms and TURN_CONTAINMENT.
+On upload the later of the two (by `occurred_at`, else the upload) must be the one stating the change.
 
 Search (`rank_current`): a superseded result's score x SUPERSEDED_WEIGHT, and its current memory placed
 above it with at least its score and confidence (brought in when the search did not find it).
@@ -78,8 +80,10 @@ def updates(newer: dict[str, Any], older: dict[str, Any]) -> bool:
     if " ".join(text_a.lower().split()) == " ".join(text_b.lower().split()):
         return False
     terms_a, terms_b = _subject_terms(text_a), _subject_terms(text_b)
-    valued = bool(heuristic.conflicts(a, b)) or heuristic.opposite_choices(a, b)
     cue = _CHANGE_CUE.search(text_a) is not None
+    # Opposite choices with no stated change are mostly two scopes of one preference ("tabs in
+    # TypeScript" / "4 spaces in Python"), not a change of mind.
+    valued = bool(heuristic.conflicts(a, b)) or (cue and heuristic.opposite_choices(a, b))
     # a new value with the cue: any term the older one lacks, numbers and weekdays included
     if not (valued or (cue and _raw_terms(text_a) - _raw_terms(text_b))):
         return False
