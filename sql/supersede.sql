@@ -4,10 +4,10 @@
 -- name: supersede_candidates
 -- The memories nearest to a new one by cosine that it may update: active, not superseded already, in the
 -- same scope and owner (private: the same agent; group: the same group), any type.
-SELECT m.id, m.memory_type, m.content, m.context, m.resolution, m.occurred_at, m.created_at
+SELECT m.id, m.memory_type, m.content, m.context, m.resolution, m.thread, m.occurred_at, m.created_at
 FROM memories n
 CROSS JOIN LATERAL (
-    SELECT c.id, c.memory_type, c.content, c.context, c.resolution, c.occurred_at, c.created_at
+    SELECT c.id, c.memory_type, c.content, c.context, c.resolution, c.thread, c.occurred_at, c.created_at
     FROM memories c
     WHERE c.tenant_id = n.tenant_id AND c.id <> n.id AND c.status = 'active' AND c.superseded_by_id IS NULL
       AND c.merged_into_id IS NULL AND c.scope = n.scope

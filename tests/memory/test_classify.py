@@ -110,3 +110,10 @@ def test_a_troubleshooting_story_stays_one_memory() -> None:
     story = "pip install failed on the runner. Then I retried with a mirror. Later the build passed again."
     assert len(extract(story)) == 1
     assert len(extract("The service is a FastAPI app. It talks to Postgres. It returns JSON.")) == 1
+
+
+def test_a_redacted_speaker_label_is_a_speaker_label() -> None:
+    # redaction writes the speaker's name as a placeholder: still a label, not the turn's words
+    assert classify.words_of("<PERSON>: Love these chats. Later!") == "Love these chats. Later!"
+    assert classify.words_of("Maya: Love these chats.") == "Love these chats."
+    assert classify.words_of("Error: connection refused") == "Error: connection refused"

@@ -51,6 +51,11 @@ def test_the_offline_rule_finds_an_update(old: str, new: str) -> None:
         ("The staging database is db-stage-1.", "The production database is db-prod-1."),
         ("Maya: I moved to the pediatric ward.", "Jonas: I moved into a flat in Ridgewood."),
         ("Which host is the staging database on?", "The staging database runs on db-stage-2."),
+        # opposite choices, no stated change: two scopes of one preference
+        (
+            "User prefers 4-space indentation, never tabs, in Python and YAML files",
+            "User prefers tabs for indentation in their JavaScript/TypeScript projects",
+        ),
     ],
 )
 def test_different_subjects_and_questions_are_no_update(a: str, b: str) -> None:
@@ -107,3 +112,91 @@ def test_an_update_is_never_merged_even_at_the_automatic_threshold(make_hub):  #
     assert get(hub, old.id).superseded_by == new.id
     same = add(hub, "Reports are exported as CSV.")
     assert same.id == old.id  # a plain duplicate still merges
+
+
+def turn(content: str, thread: str) -> dict[str, str]:
+    return {"content": content, "thread": thread}
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # redaction puts "<PERSON>" for a speaker's name: the placeholder names no subject
+        (
+            turn("<PERSON>: I finally moved into a place in Ridgewood with a tiny balcony.", "c1/session-1"),
+            turn("<PERSON>: Love these chats. Later!", "c1/session-1"),
+        ),
+        (
+            turn("<PERSON>: Love these chats. Later!", "c1/session-1"),
+            turn("<PERSON>: We moved receipt numbers to a Postgres sequence.", "c1/session-3"),
+        ),
+        # a number in a reply, sessions apart, with no stated change
+        (
+            turn("Maya: Yes, May 17. My goal is under two hours.", "c1/session-7"),
+            turn(
+                "<PERSON>: Under two hours! I saw you at kilometre 18, you looked like a superhero.",
+                "c1/session-8",
+            ),
+        ),
+        # "update" as a noun, and a subject only partly shared
+        (
+            turn(
+                "<PERSON>: I have news too. I'm presenting at PyData Berlin in June about our churn model.",
+                "c2/s4",
+            ),
+            turn(
+                "<PERSON>: Work update: the churn model started drifting. AUC dropped from 0.84 to 0.71.",
+                "c2/s5",
+            ),
+        ),
+        # a reply picking up its question's words within one conversation
+        (
+            turn('<PERSON>: "Run like Biscuit is chasing you" is a great sign.', "c1/session-8"),
+            turn("Maya: Biscuit has never chased anything in his life.", "c1/session-8"),
+        ),
+    ],
+)
+def test_chat_turns_that_only_share_a_speaker_or_reply_are_no_update(
+    old: dict[str, str], new: dict[str, str]
+) -> None:
+    assert not supersede.updates(new, old)
+    assert not supersede.updates(old, new)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("<PERSON>: I finally moved into a place in Ridgewood.", "<PERSON>: Love these chats. Later!"),
+        ("<PERSON>: Love these chats. Later!", "<PERSON>: We moved receipt numbers to a Postgres sequence."),
+    ],
+)
+def test_a_redaction_placeholder_is_no_shared_subject(old: str, new: str) -> None:
+    assert not supersede.updates({"content": new}, {"content": old})
+    assert not supersede.updates({"content": old}, {"content": new})
+
+
+def test_a_stated_change_between_chat_turns_is_still_an_update() -> None:
+    old = turn("Maya: The book club meets on Tuesday evenings at the library.", "c1/session-1")
+    new = turn("<PERSON>: The book club moved to Thursday evenings at the library.", "c1/session-4")
+    assert supersede.updates(new, old)
+
+
+def test_a_reply_in_the_same_conversation_is_not_linked_on_upload(make_hub):  # type: ignore[no-untyped-def]
+    hub = make_hub()
+    asked = add(hub, '<PERSON>: "Run like Biscuit is chasing you" is a great sign.', thread="c1/session-8")
+    reply = add(hub, "Maya: Biscuit has never chased anything in his life.", thread="c1/session-8")
+    assert reply.id != asked.id
+    assert get(hub, asked.id).superseded_by is None
+    assert get(hub, reply.id).superseded_by is None
+
+
+def test_the_later_memory_must_state_the_change(make_hub):  # type: ignore[no-untyped-def]
+    # the earlier one holds the cue ("moving"): the later one tells how it went, it changes no value
+    hub = make_hub()
+    plan = add(
+        hub,
+        "We're moving from Redshift to Snowflake. The cutover is planned for the last weekend of February.",
+    )
+    done = add(hub, "The Snowflake cutover went well. Only one incident: a timezone bug in the loaders.")
+    assert get(hub, plan.id).superseded_by is None
+    assert get(hub, done.id).superseded_by is None

@@ -14,7 +14,11 @@ from __future__ import annotations
 import re
 
 # A "Name: " prefix of a chat turn; the rules read the words after it.
-_SPEAKER = re.compile(r"^\s*(?:[A-Z][a-z'-]{0,19}(?: [A-Z][a-z'-]{0,19})?|[\u4e00-\u9fff]{1,4})\s*[:：]\s+")
+# A speaker label: a name, or the placeholder redaction put in its place ("<PERSON>: ..."), which is no
+# less a label and, left in, is one token every redacted speaker's turns share.
+_SPEAKER = re.compile(
+    r"^\s*(?:[A-Z][a-z'-]{0,19}(?: [A-Z][a-z'-]{0,19})?|[\u4e00-\u9fff]{1,4}|<[A-Z][A-Z_]{1,30}>)\s*[:：]\s+"
+)
 _NOT_A_SPEAKER = frozenset(
     "Error Fatal Warning Note Fix Cause Plan Context Correction Update Root Solution Workaround Todo"
     " Question Answer Reason Result Summary Step".split()

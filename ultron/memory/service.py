@@ -396,7 +396,7 @@ def _sink_questions(rows: Sequence[Any], results: list[SearchResult], weight: fl
 
 def _superseding_view(p: _Prepared) -> dict[str, Any]:
     """What supersede.updates reads of a new memory."""
-    return {**p.fields, "memory_type": p.memory_type, "occurred_at": p.occurred_at}
+    return {**p.fields, "memory_type": p.memory_type, "occurred_at": p.occurred_at, "thread": p.thread}
 
 
 def _is_update(p: _Prepared, existing: dict[str, str]) -> bool:

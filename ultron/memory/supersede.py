@@ -9,12 +9,14 @@ archived: the older memory stays searchable, flagged `superseded_by` in its reco
 The offline rule (`updates`), first miss wins:
 1. neither is a question (a question states no value) nor an error or security report (two failures with
    different codes are two failures, not an update);
-2. a value changed: a class of distinguishing tokens disagrees (heuristic.conflicts), or the two pick
-   opposite choices, or the newer one says it changed ("moved to", "now", "switched", 改成, 现在 ...) and
-   holds a term the older lacks;
+2. a value changed: a class of distinguishing tokens disagrees (heuristic.conflicts), or the newer one
+   says it changed ("moved to", "now", "switched", 改成, 现在 ...) and picks the opposite choice or holds
+   a term the older lacks;
 3. the same subject: at least UPDATE_MIN_SHARED subject terms shared (one where the newer one says it
    changed), and at least UPDATE_CONTAINMENT of the smaller memory's (`_subject_terms`: names count; the
-   cue, chat words and numbers do not).
+   cue, chat words, numbers and redaction placeholders do not). Between two chat turns (both with a
+   `thread`): the cue, UPDATE_MIN_SHARED terms and TURN_CONTAINMENT.
+On upload the later of the two (by `occurred_at`, else the upload) must be the one stating the change.
 
 Search (`rank_current`): a superseded result's score x SUPERSEDED_WEIGHT, and its current memory placed
 above it with at least its score and confidence (brought in when the search did not find it).
@@ -38,6 +40,7 @@ CANDIDATES = 5
 UPDATE_MIN_SHARED = 2
 UPDATE_MIN_SHARED_WITH_CUE = 1
 UPDATE_CONTAINMENT = 0.34
+TURN_CONTAINMENT = 0.5
 SUPERSEDED_WEIGHT = 0.5
 NOT_UPDATES = ("error", "security")
 
@@ -77,28 +80,44 @@ def updates(newer: dict[str, Any], older: dict[str, Any]) -> bool:
     if " ".join(text_a.lower().split()) == " ".join(text_b.lower().split()):
         return False
     terms_a, terms_b = _subject_terms(text_a), _subject_terms(text_b)
-    valued = bool(heuristic.conflicts(a, b)) or heuristic.opposite_choices(a, b)
     cue = _CHANGE_CUE.search(text_a) is not None
+    # Opposite choices with no stated change are mostly two scopes of one preference ("tabs in
+    # TypeScript" / "4 spaces in Python"), not a change of mind.
+    valued = bool(heuristic.conflicts(a, b)) or (cue and heuristic.opposite_choices(a, b))
     # a new value with the cue: any term the older one lacks, numbers and weekdays included
     if not (valued or (cue and _raw_terms(text_a) - _raw_terms(text_b))):
         return False
     shared = terms_a & terms_b
+    if _turn(newer) and _turn(older):
+        # Chat turns quote numbers and dates all the time ("Yes, May 17. My goal is under two hours." /
+        # "Under two hours! I saw you at kilometre 18"), say "now", "new" and "update" in passing, and a
+        # reply picks up its question's words ("Run like Biscuit is chasing you" / "Biscuit has never
+        # chased anything"): between two turns only a stated change of a strongly shared subject is one.
+        return (
+            cue
+            and len(shared) >= UPDATE_MIN_SHARED
+            and heuristic.containment(terms_a, terms_b) >= TURN_CONTAINMENT
+        )
     need = UPDATE_MIN_SHARED_WITH_CUE if cue else UPDATE_MIN_SHARED
     return len(shared) >= need and heuristic.containment(terms_a, terms_b) >= UPDATE_CONTAINMENT
 
 
+def _turn(m: dict[str, Any]) -> bool:
+    return m.get("thread") is not None
+
+
+# A redaction placeholder ("<PERSON>"): every redacted name is the same token, so it names no subject.
+_PLACEHOLDER = re.compile(r"<[A-Z][A-Z_]{1,30}>")
+
+
 def _raw_terms(text: str) -> set[str]:
-    return heuristic.terms(_CHANGE_CUE.sub(" ", text))
+    return heuristic.terms(_CHANGE_CUE.sub(" ", _PLACEHOLDER.sub(" ", text)))
 
 
 def _subject_terms(text: str) -> set[str]:
     """What a memory is about: its terms (names included: "Jonas moved to Ridgewood" is about Jonas) less
     the change cue itself, chat words and numbers (the value that changed)."""
-    return {
-        t
-        for t in heuristic.terms(_CHANGE_CUE.sub(" ", text))
-        if t not in heuristic.CHAT_WORDS and not any(c.isdigit() for c in t)
-    }
+    return {t for t in _raw_terms(text) if t not in heuristic.CHAT_WORDS and not any(c.isdigit() for c in t)}
 
 
 def _newer_of(new: dict[str, Any], old: Any) -> bool:
@@ -115,10 +134,17 @@ def link_new(session: Session, tenant_id: UUID, memory_id: UUID, new: dict[str, 
         q("supersede_candidates"), {"id": memory_id, "tenant_id": tenant_id, "k": CANDIDATES}
     ).all()
     for row in rows:
-        old = {k: getattr(row, k) for k in ("memory_type", "content", "context", "resolution")}
-        if not updates(new, old) and not updates(old, new):
+        old = {k: getattr(row, k) for k in ("memory_type", "content", "context", "resolution", "thread")}
+        # The later one must state the change: "We're moving to Snowflake" is not updated by a later
+        # "The Snowflake cutover went well" for holding the cue itself.
+        if _newer_of(new, row):
+            if not updates(new, old):
+                continue
+            newer, older = memory_id, row.id
+        elif not updates(old, new):
             continue
-        newer, older = (memory_id, row.id) if _newer_of(new, row) else (row.id, memory_id)
+        else:
+            newer, older = row.id, memory_id
         session.execute(q("mark_superseded"), {"newer": newer, "older": older, "tenant_id": tenant_id})
         return UUID(str(row.id))
     return None
