@@ -849,7 +849,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     try:
         code = int(args.func(args) or 0)
-        sys.stdout.flush()  # here, where a closed pipe is handled, not at exit
+        if not sys.stdout.closed:  # MCP's stdio transport closes it on its way out
+            sys.stdout.flush()  # here, where a closed pipe is handled, not at exit
         return code
     except KeyboardInterrupt:
         return 130
