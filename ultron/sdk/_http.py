@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 from uuid import UUID
 
@@ -50,7 +50,9 @@ from ultron.skills.schemas import (
 )
 from ultron.trajectory.schemas import SegmentInfo, SessionInfo
 from ultron.vault.schemas import ExportPage, ImportResult
-from ultron.worker.status import WorkerStatus
+
+if TYPE_CHECKING:  # its module imports SQLAlchemy: loaded on first use (worker_status)
+    from ultron.worker.status import WorkerStatus
 
 IMPORT_POLL_SECONDS = 0.5
 _ERRORS: dict[int, type[UltronError]] = {
