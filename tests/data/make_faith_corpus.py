@@ -31,21 +31,6 @@ SEED = 20261203
 HERE = Path(__file__).resolve().parent
 TECHNICAL_OUT = HERE / "faith_technical.jsonl"
 NAMES_OUT = HERE / "faith_names.jsonl"
-# Words the issue found rewritten; each must come out of the redactor as it went in.
-FOUND_WORDS = (
-    "Filter:",
-    "PyYAML",
-    "Mon-Thu",
-    "Lesson:",
-    "Principal '*'",
-    "Format your responses",
-    "## Important Boundaries",
-    "Altria",
-    "Yukos Oil",
-    "管弦乐",
-    "贝尔高姆",
-    "8.8.8.8",
-)
 
 
 def split_of(snippet_id: str) -> str:
