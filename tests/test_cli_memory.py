@@ -76,7 +76,7 @@ def test_upload_prints_one_line_and_every_memory_command_takes_a_short_id(keyed,
     code, out, _ = _run(capsys, "memory", "contributions", short, "--json", *remote)
     assert code == 0 and [c["decision"] for c in json.loads(out)] == ["created"]
     code, _, err = _run(capsys, "memory", "edit", short, *remote)
-    assert code == 1 and "nothing to change" in err
+    assert code == 2 and "nothing to change" in err
 
     # Ambiguous within the tenant: both candidates named; another tenant's memory is never a candidate.
     _, ids = add_memories(hub, [{}, {}], tenant="default")
@@ -138,7 +138,7 @@ def test_backup_into_a_missing_folder_is_one_clear_line(settings, tmp_path):
         text=True,
         timeout=120,
     )
-    assert proc.returncode == 1
+    assert proc.returncode == 2  # bad input (the README's exit codes)
     assert proc.stderr.strip() == (
         f"error: cannot write {target}: the folder {target.parent} does not exist (create it first)"
     )
