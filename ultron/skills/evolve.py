@@ -56,7 +56,10 @@ def _norm(text: str) -> str:
 
 def skill_name(topic: str) -> str:
     """A readable title from a topic: each word once (case-insensitive, compounds by their parts), no stop
-    word, title case."""
+    word, title case. A topic that names an error ("nginx [emerg]: unknown directive", a colon after its
+    head) is already a title: kept as it is, its case and words included."""
+    if ":" in topic:
+        return " ".join(topic.split())
     words: list[str] = []
     seen: set[str] = set()
     for word in _NAME_SPLIT.split(topic.strip()):
