@@ -22,6 +22,10 @@ from ultron.db.models import ClusterMember, KnowledgeCluster
 from ultron.db.queries import q
 
 MERGE_BATCH = 200  # small clusters looked at per tenant and pass
+# A cluster of one is a memory nothing else came near, more often a stray than a split topic: merged, one
+# unrelated memory of the demo ("pip install failed with externally-managed-environment") joined the
+# docker skill. It may still be the target of a merge, and a later memory may still join it.
+MERGE_MIN_MEMBERS = 2
 
 
 def _mean(cluster: KnowledgeCluster) -> np.ndarray:
@@ -34,14 +38,14 @@ def _mean(cluster: KnowledgeCluster) -> np.ndarray:
 def merge_small(
     session: Session, tenant_id: UUID, threshold: float, ready_at: int, limit: int = MERGE_BATCH
 ) -> int:
-    """Up to `limit` of the tenant's clusters below `ready_at` members and without a skill, smallest
-    first, each merged into the nearest cluster (HNSW probe on its mean's direction, decided on the exact
-    means) whose average cosine to it reaches `threshold`; how many were merged."""
+    """Up to `limit` of the tenant's clusters of MERGE_MIN_MEMBERS to `ready_at` - 1 members and without
+    a skill, smallest first, each merged into the nearest cluster (HNSW probe on its mean's direction,
+    decided on the exact means) whose average cosine to it reaches `threshold`; how many were merged."""
     small = session.scalars(
         select(KnowledgeCluster.id)
         .where(
             KnowledgeCluster.tenant_id == tenant_id,
-            KnowledgeCluster.member_count > 0,
+            KnowledgeCluster.member_count >= MERGE_MIN_MEMBERS,
             KnowledgeCluster.member_count < ready_at,
             KnowledgeCluster.skill_slug.is_(None),
             KnowledgeCluster.mean.is_not(None),
@@ -57,7 +61,9 @@ def merge_small(
 
 def _merge_one(session: Session, tenant_id: UUID, cluster_id: UUID, floor: float, ready_at: int) -> int:
     source = session.get(KnowledgeCluster, (cluster_id, tenant_id), populate_existing=True)
-    if source is None or source.mean is None or not 0 < source.member_count < ready_at or source.skill_slug:
+    if source is None or source.mean is None or source.skill_slug:
+        return 0
+    if not MERGE_MIN_MEMBERS <= source.member_count < ready_at:
         return 0  # merged into, emptied or crystallized since the list was read
     mean = _mean(source)
     length = float(np.linalg.norm(mean))
@@ -80,7 +86,7 @@ def _merge_one(session: Session, tenant_id: UUID, cluster_id: UUID, floor: float
         )
     }
     source = locked[cluster_id]
-    if source.mean is None or not 0 < source.member_count < ready_at or source.skill_slug:
+    if source.mean is None or not MERGE_MIN_MEMBERS <= source.member_count < ready_at or source.skill_slug:
         return 0
     mean = _mean(source)
     scored = [

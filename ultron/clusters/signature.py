@@ -95,7 +95,7 @@ def _shown(family: str, codes: dict[str, int] | None) -> str:
     """A head as a title shows it; a family of codes with its commonest two: "error[E0499, E0502…]"."""
     if not codes:
         return family
-    top = [h.split("[")[-1].rstrip("]") for h, _ in sorted(codes.items(), key=lambda hn: -hn[1])]
+    top = [h.split("[")[-1].rstrip("]") for h, _ in sorted(codes.items(), key=lambda hn: (-hn[1], hn[0]))]
     return family.replace("…", ", ".join(top[:2]) + ("…" if len(top) > 2 else ""))
 
 
@@ -126,7 +126,8 @@ def title_of(members_errors: list[list[str]]) -> str | None:
             if message and (family, message) not in seen_messages:
                 seen_messages.add((family, message))
                 message_df[(family, message)] = message_df.get((family, message), 0) + 1
-    label = [f for f, n in sorted(family_df.items(), key=lambda fn: -fn[1]) if n >= need]
+    # ties by text: the same members give the same title whatever order they come in
+    label = [f for f, n in sorted(family_df.items(), key=lambda fn: (-fn[1], fn[0])) if n >= need]
     # a bare kind ("error") next to a tool's or a code's ("error[E…]") repeats it
     repeats = {f for f in label if " " not in f and any(o != f and o.startswith(f) for o in label)}
     label = [f for f in label if f not in repeats]
@@ -134,7 +135,7 @@ def title_of(members_errors: list[list[str]]) -> str | None:
         return None
     shown = [_shown(family, codes.get(family)) for family in label[:2]]
     messages: list[str] = []
-    for (family, message), n in sorted(message_df.items(), key=lambda fm: -fm[1]):
+    for (family, message), n in sorted(message_df.items(), key=lambda fm: (-fm[1], fm[0])):
         if (
             _generic(message)
             or family in repeats
