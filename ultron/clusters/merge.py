@@ -105,7 +105,8 @@ def _merge_one(session: Session, tenant_id: UUID, cluster_id: UUID, floor: float
     session.execute(
         update(ClusterMember)
         .where(ClusterMember.tenant_id == tenant_id, ClusterMember.cluster_id == cluster_id)
-        .values(cluster_id=target_id)
+        # new to the target: they count towards revising its skill, as members joining it now do
+        .values(cluster_id=target_id, joined_at=func.now())
     )
     norm = float(np.linalg.norm(joined.astype(np.float64)))
     target.mean, target.member_count, target.centroid_norm = joined, n, norm
