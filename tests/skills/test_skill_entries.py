@@ -49,7 +49,8 @@ def test_the_verifier_rejects_a_vague_fix():
     ]
     doc = evolve.synthesize("nginx reload", members)
     problems = evolve.quality_problems(doc)
-    assert problems == ["entries [2] have no concrete fix (a diff, a command, a file or a setting)"], problems
+    # entries of equal weight in their symptoms' order: "... after the TLS change" is the first
+    assert problems == ["entries [1] have no concrete fix (a diff, a command, a file or a setting)"], problems
 
 
 def test_the_verifier_rejects_members_that_share_no_problem():
@@ -62,3 +63,18 @@ def test_the_verifier_rejects_members_that_share_no_problem():
     assert not verdict.passed and verdict.detail == "its memories share no problem"
     related = [_member(n, f"nginx: [emerg] problem {n}", f"edit nginx.conf line {n}") for n in range(1, 4)]
     assert evolve.grounding(evolve.synthesize("nginx emerg", related), related).passed
+
+
+def test_the_same_members_give_the_same_skill_in_any_order():
+    """The sample comes closest to the centroid first, and the same memories arriving in another order
+    round the mean differently: the skill must not change with it (docs/skills.md quotes one verbatim)."""
+    contexts = ["nginx: [emerg] a", "nginx: [emerg] b", "nginx: [emerg] b", "x", "y", "z"]
+    members = [
+        {**_member(n, f"nginx: [emerg] problem {n % 3}", f"edit `nginx.conf` line {n % 4}"), "context": c}
+        for n, c in enumerate(contexts, 1)
+    ]
+    body = evolve.synthesize("nginx [emerg]: problem", members).body
+    reordered = evolve.synthesize("nginx [emerg]: problem", members[::-1]).body
+    assert evolve.CITE.sub("", reordered) == evolve.CITE.sub("", body)  # which member is cited aside
+    when = body.split("## When to use")[1].split("##")[0].strip().splitlines()
+    assert when[0].startswith("- nginx: [emerg] b")  # the context most members share comes first

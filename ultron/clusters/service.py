@@ -33,6 +33,7 @@ from sqlalchemy import TextClause, select, text
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.util import identity_key
 
+from ultron.clusters.signature import error_lines_of, title_of
 from ultron.config import Settings
 from ultron.db.models import ClusterMember, KnowledgeCluster, Memory
 from ultron.db.plans import SORT_DEFAULT, SORT_OFF, WALK_SHARE, WalkCache
@@ -375,9 +376,12 @@ class ClusterService:
 
     def name_topic(self, session: Session, tenant_id: UUID, cluster_id: UUID) -> str:
         """The chat model names the topic from a bounded sample; offline, or when its answer is unusable,
-        the top keywords of the same sample."""
+        the error the sample's members share (`title_of`: "nginx [emerg]: unknown directive; ..."), else
+        the sample's top keywords."""
         members = self.get_cluster_memories(session, tenant_id, cluster_id, TOPIC_SAMPLE, core=True)
         topic = self._llm_topic(members) if members else None
+        if topic is None and members:
+            topic = title_of([error_lines_of(m["content"]) for m in members])
         if topic is None:
             topic = topic_keywords(" ".join([m["content"], m["context"], *m["tags"]]) for m in members)
         cluster = session.get(KnowledgeCluster, (cluster_id, tenant_id))

@@ -17,9 +17,9 @@ from collections import Counter
 from typing import Any
 
 from ultron.clusters.service import stem
+from ultron.clusters.signature import ERRORS_HEADING
 from ultron.providers.hashing import STOPWORDS
 
-ERRORS_HEADING = "Errors met:"
 VERIFIED = "Verified with:"
 SHARED_SHARE = 0.5
 _CODE = re.compile(

@@ -56,7 +56,10 @@ def _norm(text: str) -> str:
 
 def skill_name(topic: str) -> str:
     """A readable title from a topic: each word once (case-insensitive, compounds by their parts), no stop
-    word, title case."""
+    word, title case. A topic that names an error ("nginx [emerg]: unknown directive", a colon after its
+    head) is already a title: kept as it is, its case and words included."""
+    if ":" in topic:
+        return " ".join(topic.split())
     words: list[str] = []
     seen: set[str] = set()
     for word in _NAME_SPLIT.split(topic.strip()):
@@ -85,13 +88,18 @@ def synthesize(topic: str, members: list[dict[str, Any]]) -> SkillDoc:
             key = _norm(fix or symptom)
             if not key:
                 continue
-            if key in index:
-                entries[index[key]][2].append(m["id"])
+            if key in index:  # the texts that sort first: the same whatever order members come in
+                old_symptom, old_fix, ids = entries[index[key]]
+                entries[index[key]] = (min(old_symptom, symptom), min(old_fix, fix), [*ids, m["id"]])
             else:
                 index[key] = len(entries)
                 entries.append((symptom, fix, [m["id"]]))
-    # The fixes most members report first; ties keep the sample's order (closest to the centroid first).
-    order = sorted(range(len(entries)), key=lambda i: (-len(entries[i][2]), i))[:MAX_FIXES]
+    # The fixes most members report first; ties by their text, so the same members give the same skill
+    # whatever order they arrived in (the sample's order, by closeness to a mean the arrival order rounds
+    # differently, swapped near-equal entries between two runs of tests/skills/test_skills_from_sessions.py).
+    order = sorted(range(len(entries)), key=lambda i: (-len(entries[i][2]), entries[i][0], entries[i][1]))[
+        :MAX_FIXES
+    ]
     title = topic.strip() or "cluster skill"
     name = skill_name(title)
     lines = [
@@ -104,12 +112,14 @@ def synthesize(topic: str, members: list[dict[str, Any]]) -> SkillDoc:
         "## When to use",
         "",
     ]
-    contexts: dict[str, Any] = {}
+    # The three contexts most members share (ties by text, for the same reason), each citing its first.
+    contexts: dict[str, list[Any]] = {}
     for m in members:
         context = str(m.get("context") or "").strip()
-        if context and _norm(context) not in contexts and len(contexts) < 3:
-            contexts[_norm(context)] = (context, m["id"])
-    lines += [f"- {_clip(c, 160)} {cite(i)}" for c, i in contexts.values()]
+        if context:
+            contexts.setdefault(_norm(context), [context, m["id"], 0])[2] += 1
+    shown = sorted(contexts.values(), key=lambda c: (-c[2], c[0]))[:3]
+    lines += [f"- {_clip(c, 160)} {cite(i)}" for c, i, _ in shown]
     if not contexts:
         lines.append(f"- A problem about {title}, like one of the symptoms below.")
     lines += ["", FIXES_HEADING, ""]

@@ -71,9 +71,39 @@ class SkillDoc:
     extra: dict[str, Any] = field(default_factory=dict)  # other top-level front matter keys
 
 
+# The body's lines that state its problem: the items of "When to use" and each entry's symptom, up to its
+# fix (the offline synthesizer's format, ultron/skills/evolve.py; an LLM's draft has "When to use" too).
+_SECTION = re.compile(r"^#{2,3}\s+(.+?)\s*$")
+_SYMPTOM = re.compile(r"\*\*(?:Symptom|Seen):\*\*\s*(.*?)\s*(?:\*\*Fix that worked:\*\*|$)")
+_CITATION = re.compile(r"\s*\[m:[0-9a-f]{8}\]")
+PROBLEM_SECTIONS = ("when to use",)
+
+
+def problem_lines(body: str) -> list[str]:
+    """The body's "When to use" items and its entries' symptoms, citations dropped."""
+    out: list[str] = []
+    section = ""
+    for line in body.splitlines():
+        heading = _SECTION.match(line)
+        if heading:
+            section = heading.group(1).lower()
+            continue
+        symptom = _SYMPTOM.search(line)
+        if symptom:
+            out.append(symptom.group(1))
+        elif section in PROBLEM_SECTIONS and line.lstrip().startswith(("- ", "* ")):
+            out.append(line.lstrip()[2:])
+    return [t for t in (_CITATION.sub("", x).strip() for x in out) if t]
+
+
 def embedding_text(name: str, description: str, body: str) -> str:
-    """What a skill is embedded from (publishing and `ultron db reembed` must agree)."""
-    return f"{name}\n{description}\n{body}"
+    """What a skill is embedded from (publishing and `ultron db reembed` must agree): its problem -- the
+    name, the description and the body's problem lines (`problem_lines`) -- or, for a body that states
+    none, the body. A search is for a problem: embedded whole, the fixes' diffs and a harness's repeated
+    text pulled queries toward the skill with the most of them (issue 32: "marshmallow TimeDelta
+    serialization precision" found a skill of Django boilerplate first)."""
+    problem = problem_lines(body)
+    return "\n".join([name, description, *(problem or [body])])
 
 
 def render(doc: SkillDoc) -> str:

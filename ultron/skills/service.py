@@ -23,6 +23,7 @@ import numpy as np
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
+from ultron.clusters.merge import merge_small
 from ultron.clusters.service import ClusterService
 from ultron.config import Settings
 from ultron.db.engine import Database
@@ -97,14 +98,15 @@ class SkillService:
 
     def refresh_clusters(self, session: Session, tenant_id: UUID) -> dict[str, int]:
         """One tenant's clusters brought up to date: leavers out, unclustered memories in, new clusters
-        into the HNSW index."""
+        into the HNSW index, small clusters merged into the neighbour they would have formed one with."""
         left = self.clusters.sync(session, tenant_id)["left"]
         clustered = self.clusters.run_initial_clustering(session, tenant_id)
-        return {
-            "left": left,
-            "clustered": clustered,
-            "indexed": self.clusters.index_pending(session, tenant_id),
-        }
+        indexed = self.clusters.index_pending(session, tenant_id)
+        settings = self.settings
+        merged = merge_small(
+            session, tenant_id, settings.cluster_threshold, settings.crystallization_threshold
+        )
+        return {"left": left, "clustered": clustered, "indexed": indexed, "merged": merged}
 
     def ready_clusters(self, session: Session, tenant_id: UUID) -> list[tuple[UUID, str]]:
         """(cluster, crystallize | recrystallize) for the tenant's clusters due for a skill version."""

@@ -4,7 +4,8 @@ With an LLM the segment's transcript goes through MemoryIntelligence.extract. Of
 segment, built from what the session shows (ultron/trajectory/evidence.py):
 
 - content: the task's own statement (the harness's repeated lines stripped) and the error lines met;
-- context: the task's first line;
+- context: the signatures of the errors met (ultron/clusters/signature.py: "nginx: [emerg] unknown
+  directive"), the problem's class, else the task's first line;
 - resolution: the fix -- the diff hunks or edit commands since the last failed check -- and that command.
 
 Each field keeps its most telling part within budget: the errors and the fix are never cut to make room for
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ultron.clusters.signature import ERRORS_HEADING, signatures
 from ultron.providers.tokens import count_tokens, truncate_to_tokens
 from ultron.trajectory.evidence import error_lines, fix_of, strip_boilerplate, verification
 from ultron.trajectory.messages import Message
@@ -24,7 +26,6 @@ from ultron.trajectory.metrics import transcript
 FIELD_TOKENS = 600
 # The task keeps at least this much of the content's budget however many errors were met.
 MIN_TASK_TOKENS = 120
-ERRORS_HEADING = "Errors met:"
 VERIFIED = "Verified with:"
 
 
@@ -78,8 +79,12 @@ def heuristic_experience(
     else:
         resolution = _fit([p for p in (answer, verified) if p], FIELD_TOKENS)
     first_line = goal.strip().splitlines()[0] if goal.strip() else topic
-    # the outcome stays in the segment's metrics: a line every memory shares pulls problems together
-    context = f"Task: {' '.join(first_line.split())[:200]}"
+    # The outcome stays in the segment's metrics: a line every memory shares pulls problems together. The
+    # errors' signatures, the problem without one run's paths and names, pull the runs of one kind of error
+    # together: with the task's line as context the nginx runs of tests/data/skill_sessions split into
+    # three clusters, none big enough for a skill (docs/skills.md).
+    shared = signatures(errors)
+    context = "; ".join(shared)[:400] if shared else f"Task: {' '.join(first_line.split())[:200]}"
     return [
         {
             "content": content,
