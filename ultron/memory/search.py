@@ -148,7 +148,7 @@ def _filter_field(line: str) -> str | None:
 
 # Rows the statement returns beyond the limit when questions sink (docs/ranking.md): a question turn sunk
 # below the limit's last row gives its place to the row after it, which may be the answer.
-QUESTION_SPARE = 5
+QUESTION_SPARE = 2
 
 
 @dataclass
