@@ -303,7 +303,8 @@ WITH vec AS MATERIALIZED (
         FROM fused f
         LEFT JOIN neighbours n ON n.id = f.id
     ) c
-    -- ties: the later one first (ultron/memory/ties.py), not a random id
+    -- ties: the later one first (ultron/memory/ties.py), not a random id; created_at only in the final
+    -- order below (the legs do not read it), so a tie at the cut falls to the id
     ORDER BY score DESC, c.occurred_at DESC NULLS LAST, c.position DESC NULLS LAST, c.id
     LIMIT :limit
 )
