@@ -303,7 +303,9 @@ WITH vec AS MATERIALIZED (
         FROM fused f
         LEFT JOIN neighbours n ON n.id = f.id
     ) c
-    ORDER BY score DESC, c.id
+    -- ties: the later one first (ultron/memory/ties.py), not a random id; created_at only in the final
+    -- order below (the legs do not read it), so a tie at the cut falls to the id
+    ORDER BY score DESC, c.occurred_at DESC NULLS LAST, c.position DESC NULLS LAST, c.id
     LIMIT :limit
 )
 SELECT t.*, m.memory_type, m.content, m.context, m.resolution, m.tags, m.summary_l0, m.overview_l1,
@@ -370,7 +372,7 @@ LEFT JOIN LATERAL (
     ORDER BY n.created_at, n.id
     LIMIT 1
 ) rep ON true
-ORDER BY t.score DESC, t.id
+ORDER BY t.score DESC, t.occurred_at DESC NULLS LAST, t.position DESC NULLS LAST, m.created_at DESC, t.id
 
 -- name: record_hits
 SELECT id FROM ultron_record_hits(:tenant_id, CAST(:agent_id AS uuid), CAST(:memory_ids AS uuid[]), :signal,

@@ -216,7 +216,7 @@ class Settings(BaseSettings):
         0.5, ge=0, description="Score boost when occurred_at falls in the dates a query names"
     )
     question_weight: float = Field(
-        0.8,
+        0.5,
         ge=0,
         le=1,
         description="Score factor of a memory that only asks (ends with a question mark, no resolution)",

@@ -125,3 +125,20 @@ def test_answer_first_compares_the_evidence_with_the_question_only_turns():
     )  # a merged memory that also tells
     assert answer_first([{"x"}, {"y"}], ["e1"], askers) is None
     assert answer_first([{"q2"}], ["e1"], askers) is False  # the evidence missing, a question found
+
+
+def test_the_held_out_split_is_by_rule_and_covers_every_conversation():
+    from ultron.bench.evaluation.conversations import load_set, split_of
+
+    turns, questions = load_set()
+    sessions = {t.id: t.session for t in turns}
+    splits = {q.id: split_of(q, sessions) for q in questions}
+    assert splits == {q.id: split_of(q, sessions) for q in questions}  # deterministic
+    for q in questions:
+        if q.evidence:  # by the session of the first evidence turn
+            assert (splits[q.id] == "held-out") == (sessions[q.evidence[0]] % 3 == 0)
+    answerable = [q for q in questions if q.evidence]
+    held = [q for q in answerable if splits[q.id] == "held-out"]
+    assert 0.2 < len(held) / len(answerable) < 0.35
+    assert {q.conv for q in held} == {q.conv for q in answerable}
+    assert {"dev", "held-out"} == {splits[q.id] for q in questions if not q.evidence}

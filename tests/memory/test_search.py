@@ -274,7 +274,7 @@ def test_a_memory_that_only_asks_sinks_below_the_answer_found_with_it(make_hub):
     assert order[0] == "answer" and order.index("asks") > order.index("answer")
     assert {name: r.confidence for name, r in results}["asks"] == "low"
     factors = {name: r.explain.question for name, r in results}
-    assert factors == {"asks": 0.8, "answer": None, "howto": None}
+    assert factors == {"asks": 0.5, "answer": None, "howto": None}
     scores = [r.score for _, r in results if r.confidence == "high"]
     assert scores == sorted(scores, reverse=True)
     # Unweighted (1.0), the question turn came first: the behaviour this replaces.
@@ -335,7 +335,8 @@ def test_a_question_turn_hands_its_place_to_the_reply_after_it(make_hub):
     # The reply's record, built from the statement's JSON column, is the record a read returns.
     assert first.record == stored
     assert first.explain.reply_to == asks and first.explain.question is None
-    assert [r.record.id for r in found].index(asks) > 0 and len(found) == 2
+    # the question sinks below its reply, here out of the two (the row after it takes its place)
+    assert asks not in [r.record.id for r in found][:1] and len(found) == 2
     # Off (reply_weight 0), the behaviour before: the reply was flagged low, below confident results.
     asks, reply, found, _ = top(reply_weight=0.0)
     held = {r.record.id: r for r in found}

@@ -25,6 +25,7 @@ from ultron.companion.serendipity import Calibration, calibration_for
 from ultron.config import Settings
 from ultron.db.models import Memory, MemoryEntity
 from ultron.db.queries import q
+from ultron.memory import ties
 from ultron.memory.classify import IMPORTANCE_DEFAULT, infer_importance
 from ultron.memory.ownership import may_set_fields
 from ultron.memory.records import load_records, project
@@ -256,7 +257,7 @@ class MemoryHooks:
             for r in results
         ]
         ranked = self._entity_signal(session, query, ranked, explain, entities, st)
-        ranked.sort(key=lambda r: (-r.score, str(r.record.id)))
+        ranked.sort(key=ties.by_score)  # ties: the later memory first, not a random id
         enabled = st.serendipity_enabled if serendipity is None else serendipity
         best = max((r.similarity_score for r in ranked), default=0.0)
         thin = enabled and (len(ranked) < st.serendipity_min_results or best < self.serendipity_threshold(st))

@@ -32,7 +32,7 @@ from uuid import UUID
 from sqlalchemy.orm import Session
 
 from ultron.db.queries import q
-from ultron.memory import heuristic
+from ultron.memory import heuristic, ties
 from ultron.memory.classify import words_of
 from ultron.memory.schemas import MemoryRecord, SearchResult
 
@@ -195,7 +195,7 @@ def rank_current(
                 held.explain = held.explain.model_copy(
                     update={"supersedes": r.record.id, "score": held.score}
                 )
-    results.sort(key=lambda r: (r.confidence == "low", -r.score, str(r.record.id)))
+    results.sort(key=ties.confident_by_score)
     return results[:limit]
 
 
