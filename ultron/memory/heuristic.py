@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Set
 from typing import Any
 
 from ultron.memory import classify
@@ -291,7 +292,7 @@ def terms(text: str) -> set[str]:
     return out
 
 
-def containment(a: set[str], b: set[str]) -> float:
+def containment(a: Set[str], b: Set[str]) -> float:
     """Share of the smaller set found in the other; 0.0 if either is empty."""
     return len(a & b) / min(len(a), len(b)) if a and b else 0.0
 

@@ -39,7 +39,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import Session
 
 from ultron.config import Settings
-from ultron.db.models import ActivityEvent, Agent, Memory, MemoryContribution
+from ultron.db.models import ActivityEvent, Agent, ClusterQueueItem, Memory, MemoryContribution
 from ultron.db.plans import SORT_DEFAULT, SORT_OFF, WALK_SHARE, WalkCache
 from ultron.db.queries import dollar_params, q
 from ultron.errors import Conflict, Forbidden, NotFound, UltronError, ValidationFailed
@@ -103,12 +103,9 @@ class CompanionHooks(Protocol):
 
 
 class ClusterHooks(Protocol):
-    """Knowledge clusters (ultron/clusters/): a new memory joins one, a merged-away one leaves it."""
+    """Knowledge clusters (ultron/clusters/): a merged-away memory leaves its cluster at once; a new one
+    joins one in the worker (its cluster_queue row, written with it)."""
 
-    def assign(self, session: Session, tenant_id: UUID, memory_id: UUID, vector: Any) -> UUID: ...
-    def assign_many(
-        self, session: Session, tenant_id: UUID, items: Sequence[tuple[UUID, Any]]
-    ) -> list[UUID]: ...
     def leave(self, session: Session, tenant_id: UUID, memory_id: UUID) -> UUID | None: ...
 
 
@@ -563,7 +560,7 @@ class MemoryService:
         self.hard_threshold, self.soft_threshold = dedup_band or settings.dedup_thresholds
         # Companion memory (ultron/companion/): emotion on upload, ripples on use, re-ranking of searches.
         self.companion = companion
-        # Knowledge clusters (ultron/clusters/), joined in the upload's transaction.
+        # Knowledge clusters (ultron/clusters/), left in the merge's transaction (joined by the worker).
         self.clusters = clusters
         # Keeps the lexical ranker's term statistics fresh (ultron/memory/termstats.py).
         self.term_stats = term_stats
@@ -903,9 +900,8 @@ class MemoryService:
         results: list[UploadResult | UltronError],
     ) -> None:
         """`_create` for many new memories: their rows inserted by one statement that returns what their
-        records need, their contributions and activity by one each; the shared ones' clusters by
-        `assign_many` (the end state of `assign` per memory, in order, in a few statements); the
-        companion's hook once for them all (`after_create_many`)."""
+        records need, their contributions, activity and the shared ones' cluster queue rows by one each;
+        the companion's hook once for them all (`after_create_many`)."""
         if not pending:
             return
         created = [(memory_id, req, p) for _, req, p, memory_id in pending]
@@ -929,11 +925,16 @@ class MemoryService:
                 for memory_id, _, p in created
             ],
         )
-        for memory_id, _, p in created:  # in order, as single uploads link (_joined)
-            supersede.link_new(session, actor.tenant_id, memory_id, _superseding_view(p))
-        shared = [(memory_id, p.embedding) for memory_id, _, p in created if p.scope == "shared"]
-        if self.clusters is not None and shared:  # in order, as single uploads run `assign`
-            self.clusters.assign_many(session, actor.tenant_id, shared)
+        # in order, as single uploads link (_joined), with one probe for them all
+        supersede.link_new_many(
+            session, actor.tenant_id, [(memory_id, _superseding_view(p)) for memory_id, _, p in created]
+        )
+        shared = [memory_id for memory_id, _, p in created if p.scope == "shared"]
+        if shared:  # their clusters are the worker's, assigned in this order (ultron/clusters/pending.py)
+            session.execute(
+                insert(_table(ClusterQueueItem)).returning(_table(ClusterQueueItem).c.seq),
+                [{"memory_id": memory_id, "tenant_id": actor.tenant_id} for memory_id in shared],
+            )
         done = [
             (req, UploadResult(record=to_record(by_id[memory_id], actor.agent_name, 1), decision="created"))
             for memory_id, req, _ in created
@@ -1087,16 +1088,16 @@ class MemoryService:
         memory = Memory(**_memory_row(tenant_id, agent_id, p))
         session.add(memory)
         session.flush()
+        if p.scope == "shared":  # its cluster is the worker's, as an upload's (create_memory's queue row)
+            session.add(ClusterQueueItem(memory_id=memory.id, tenant_id=tenant_id))
         self._joined(session, tenant_id, memory.id, p)
         return memory
 
     def _joined(self, session: Session, tenant_id: UUID, memory_id: UUID, p: _Prepared) -> None:
-        """What follows a new memory's INSERT: its cluster, the term statistics' change count, its link to
-        a memory it updates (supersede.link_new)."""
+        """What follows a new memory's INSERT: the term statistics' change count, its link to a memory it
+        updates (supersede.link_new)."""
         supersede.link_new(session, tenant_id, memory_id, _superseding_view(p))
-        # Skills are read by the whole tenant: only shared memories feed clusters (and so skills).
-        if self.clusters is not None and p.scope == "shared":
-            self.clusters.assign(session, tenant_id, memory_id, p.embedding)
+        # Its cluster is the worker's (the queue row create_memory wrote): no caller waits for it.
         if self.term_stats is not None:
             self.term_stats.changed(tenant_id)
 

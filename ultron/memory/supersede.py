@@ -25,7 +25,8 @@ above it with at least its score and confidence (brought in when the search did 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from functools import lru_cache
 from typing import Any
 from uuid import UUID
 
@@ -79,7 +80,6 @@ def updates(newer: dict[str, Any], older: dict[str, Any]) -> bool:
     text_a, text_b = _text(a), _text(b)
     if " ".join(text_a.lower().split()) == " ".join(text_b.lower().split()):
         return False
-    terms_a, terms_b = _subject_terms(text_a), _subject_terms(text_b)
     cue = _CHANGE_CUE.search(text_a) is not None
     # Opposite choices with no stated change are mostly two scopes of one preference ("tabs in
     # TypeScript" / "4 spaces in Python"), not a change of mind.
@@ -87,6 +87,9 @@ def updates(newer: dict[str, Any], older: dict[str, Any]) -> bool:
     # a new value with the cue: any term the older one lacks, numbers and weekdays included
     if not (valued or (cue and _raw_terms(text_a) - _raw_terms(text_b))):
         return False
+    # The subject terms only for a pair with a changed value: most pairs stop above (the upload path runs
+    # this for each of a new memory's CANDIDATES nearest memories).
+    terms_a, terms_b = _subject_terms(text_a), _subject_terms(text_b)
     shared = terms_a & terms_b
     if _turn(newer) and _turn(older):
         # Chat turns quote numbers and dates all the time ("Yes, May 17. My goal is under two hours." /
@@ -110,14 +113,19 @@ def _turn(m: dict[str, Any]) -> bool:
 _PLACEHOLDER = re.compile(r"<[A-Z][A-Z_]{1,30}>")
 
 
-def _raw_terms(text: str) -> set[str]:
-    return heuristic.terms(_CHANGE_CUE.sub(" ", _PLACEHOLDER.sub(" ", text)))
+@lru_cache(maxsize=4096)
+def _raw_terms(text: str) -> frozenset[str]:
+    # Cached: an upload compares its text with its nearest memories', which recur across uploads.
+    return frozenset(heuristic.terms(_CHANGE_CUE.sub(" ", _PLACEHOLDER.sub(" ", text))))
 
 
-def _subject_terms(text: str) -> set[str]:
+@lru_cache(maxsize=4096)
+def _subject_terms(text: str) -> frozenset[str]:
     """What a memory is about: its terms (names included: "Jonas moved to Ridgewood" is about Jonas) less
     the change cue itself, chat words and numbers (the value that changed)."""
-    return {t for t in _raw_terms(text) if t not in heuristic.CHAT_WORDS and not any(c.isdigit() for c in t)}
+    return frozenset(
+        t for t in _raw_terms(text) if t not in heuristic.CHAT_WORDS and not any(c.isdigit() for c in t)
+    )
 
 
 def _newer_of(new: dict[str, Any], old: Any) -> bool:
@@ -133,6 +141,47 @@ def link_new(session: Session, tenant_id: UUID, memory_id: UUID, new: dict[str, 
     rows = session.execute(
         q("supersede_candidates"), {"id": memory_id, "tenant_id": tenant_id, "k": CANDIDATES}
     ).all()
+    linked = _link(session, tenant_id, memory_id, new, rows)
+    return None if linked is None else linked[0]
+
+
+# Candidates per memory a batch's probe reads beyond CANDIDATES (those its own links superseded drop out).
+BATCH_EXTRA = 3
+
+
+def link_new_many(session: Session, tenant_id: UUID, items: list[tuple[UUID, dict[str, Any]]]) -> None:
+    """`link_new` for a batch's new memories, in order, with one probe for them all
+    (supersede_candidates_many): a memory an earlier link of the batch superseded is no candidate of a
+    later one, as in its own probe; when more than BATCH_EXTRA of a memory's candidates dropped out so,
+    it makes its own probe."""
+    if not items:
+        return
+    rows = session.execute(
+        q("supersede_candidates_many"),
+        {"ids": [memory_id for memory_id, _ in items], "tenant_id": tenant_id, "k": CANDIDATES + BATCH_EXTRA},
+    ).all()
+    by_place: dict[int, list[Any]] = {}
+    for row in rows:
+        by_place.setdefault(row.ord - 1, []).append(row)
+    superseded: set[UUID] = set()
+    for place, (memory_id, new) in enumerate(items):
+        found = by_place.get(place, [])
+        candidates: Sequence[Any] = [r for r in found if r.id not in superseded][:CANDIDATES]
+        if len(candidates) < CANDIDATES and len(found) == CANDIDATES + BATCH_EXTRA:
+            # the rest of its candidates lie past the batch's probe
+            candidates = session.execute(
+                q("supersede_candidates"), {"id": memory_id, "tenant_id": tenant_id, "k": CANDIDATES}
+            ).all()
+        linked = _link(session, tenant_id, memory_id, new, candidates)
+        if linked is not None:
+            superseded.add(linked[1])
+
+
+def _link(
+    session: Session, tenant_id: UUID, memory_id: UUID, new: dict[str, Any], rows: Any
+) -> tuple[UUID, UUID] | None:
+    """The first of `rows` (nearest first) the new memory updates or is updated by, marked: (its id, the
+    id of the older of the two); None when none."""
     for row in rows:
         old = {k: getattr(row, k) for k in ("memory_type", "content", "context", "resolution", "thread")}
         # The later one must state the change: "We're moving to Snowflake" is not updated by a later
@@ -146,7 +195,7 @@ def link_new(session: Session, tenant_id: UUID, memory_id: UUID, new: dict[str, 
         else:
             newer, older = row.id, memory_id
         session.execute(q("mark_superseded"), {"newer": newer, "older": older, "tenant_id": tenant_id})
-        return UUID(str(row.id))
+        return UUID(str(row.id)), UUID(str(older))
     return None
 
 
