@@ -17,7 +17,8 @@ from ultron.bench.core import Corpus, bulk_fill
 from ultron.clusters.service import WALK_MARK, _batch_probe_statement, raw_statement, unit
 from ultron.db.plans import SORT_OFF
 from ultron.memory.schemas import UploadRequest
-from ultron.memory.service import _PROBE_WALK_MARK, _nearest_params, _nearest_sql, _raw_sql
+from ultron.memory.search import _raw_sql
+from ultron.memory.service import _PROBE_WALK_MARK, _nearest_params, _nearest_sql
 from ultron.tenancy import local_actor
 
 PROBE = "The nearest active memories of one type and scope"

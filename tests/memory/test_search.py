@@ -12,8 +12,8 @@ import pytest
 from sqlalchemy import text
 
 from ultron.errors import NotFound, ValidationFailed
+from ultron.memory.records import project
 from ultron.memory.schemas import UploadRequest
-from ultron.memory.service import project
 from ultron.sdk._local import LocalBackend
 from ultron.tenancy import local_actor
 

@@ -10,7 +10,7 @@ from psycopg.adapt import PyFormat, Transformer
 from sqlalchemy import text
 
 from ultron.memory.schemas import UploadRequest
-from ultron.memory.service import _SEARCH_SETTINGS, _WALK_SETTING, _raw_sql, _search_sql
+from ultron.memory.search import _SEARCH_SETTINGS, _WALK_SETTING, _raw_sql, _search_sql
 from ultron.sdk import Ultron
 from ultron.tenancy import create_agent, local_actor
 

@@ -2,7 +2,7 @@
 resonance/ripple re-ranking and serendipity after a search.
 
 `MemoryHooks` implements ultron/memory/service.py's `CompanionHooks` protocol; the hub builds it before
-the memory service and hands it in. It reads memories itself (ultron.memory.service.load_records), so it
+the memory service and hands it in. It reads memories itself (ultron.memory.records.load_records), so it
 needs no MemoryService. Like every service it takes the session first and never commits.
 """
 
@@ -27,8 +27,8 @@ from ultron.db.models import Memory, MemoryEntity
 from ultron.db.queries import q
 from ultron.memory.classify import IMPORTANCE_DEFAULT, infer_importance
 from ultron.memory.ownership import may_set_fields
+from ultron.memory.records import load_records, project
 from ultron.memory.schemas import ScoreComponents, SearchResult, UploadRequest, UploadResult
-from ultron.memory.service import load_records, project
 from ultron.providers.base import Embedder
 from ultron.settings_store import RuntimeSettings
 from ultron.tenancy import Actor

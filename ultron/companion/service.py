@@ -33,13 +33,14 @@ from ultron.config import Settings
 from ultron.db.models import Memory
 from ultron.db.queries import q
 from ultron.errors import NotFound, ValidationFailed
+from ultron.memory.records import load_records
 from ultron.memory.schemas import (
     MemoryPatch,
     MemoryRecord,
     SearchResult,
     UploadRequest,
 )
-from ultron.memory.service import MemoryService, load_records
+from ultron.memory.service import MemoryService
 from ultron.memory.text import PERSONAL_TYPES, REFLECTION_TYPE
 from ultron.providers.tokens import count_tokens, truncate_to_tokens
 from ultron.tenancy import Actor

@@ -20,8 +20,8 @@ from ultron.db.models import Agent, HitEvent, Memory, MemoryContribution
 from ultron.db.queries import q
 from ultron.errors import NotFound, ValidationFailed
 from ultron.memory import fulltext
+from ultron.memory.records import visible_to
 from ultron.memory.schemas import MemoryStats, MemoryType, Scope, Status, Tier
-from ultron.memory.service import visible_to
 from ultron.tenancy import Actor
 
 Sort = Literal["created", "updated", "hits"]

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 
 from ultron.db.models import Memory
 from ultron.errors import ValidationFailed
-from ultron.memory.service import visible_to
+from ultron.memory.records import visible_to
 from ultron.tenancy import Actor
 
 MIN_PREFIX = 6

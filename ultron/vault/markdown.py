@@ -29,8 +29,9 @@ from ultron import safe_yaml
 from ultron.db.models import Agent, Memory, MemoryContribution, MemoryEntity
 from ultron.errors import UltronError, ValidationFailed
 from ultron.memory import fulltext
+from ultron.memory.records import visible_to
 from ultron.memory.schemas import Scope, Status, Tier
-from ultron.memory.service import MemoryService, content_hash, visible_to
+from ultron.memory.service import MemoryService, content_hash
 from ultron.memory.text import STORED_TYPES
 from ultron.tenancy import Actor
 from ultron.vault.files import MAX_FILE_BYTES, SKIPPED, VaultReport, read_files, write_files
