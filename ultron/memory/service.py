@@ -188,6 +188,13 @@ _PROBE_WALK_MARK = "-- planned with sorts off: the dedup probe walks the HNSW in
 
 
 @cache
+def _probe_or_create_sql(walk: bool) -> TextClause:
+    """probe_or_create_memory as a single upload sends it; `walk` as in `_nearest_sql`."""
+    statement = q("probe_or_create_memory")
+    return text(f"{_PROBE_WALK_MARK}\n{statement.text}") if walk else statement
+
+
+@cache
 def _nearest_sql(walk: bool) -> TextClause:
     """nearest_same_type as a single upload and a batch send it; `walk`: its text marked, planned with sorts
     off (its plan is cached under that text). In a store of ~1-3k memories the generic plan sorts the
@@ -472,14 +479,18 @@ class MemoryService(SearchMixin):
         return [(row.id, float(row.similarity)) for row in rows]
 
     def _locked_nearest(
-        self, session: Session, actor: Actor, p: _Prepared
-    ) -> tuple[Any, list[tuple[UUID, float]], dict[str, str] | None]:
+        self, session: Session, actor: Actor, p: _Prepared, create: UUID | None = None
+    ) -> tuple[Any, list[tuple[UUID, float]], dict[str, str] | None, Any]:
         """Read the tenant's stored redaction policy, take the upload's dedup lock, then probe under it
         (`_nearest`): the three statements, and the transaction's BEGIN when they open it, go to the server
         in one psycopg pipeline, one round trip. The server still runs them one after the other, so the
         probe's snapshot is taken once the lock is granted, exactly as when they are sent apart.
-        Returns (the stored policy, the probe, the text of the probe's nearest memory, None if none): the
-        probe reads it under the lock, so the merge checks need no statement of their own to load it."""
+        `create`: the new memory's id, when the upload knows the policy it was prepared under; the probe
+        is then probe_or_create_memory, which also writes the memory when nothing is near enough to merge
+        and the policy is unchanged (one round trip for the whole upload but its commit).
+        Returns (the stored policy, the probe, the text of the probe's nearest memory, None if none, the
+        new memory's row if the probe wrote it, else None): the probe reads the text under the lock, so
+        the merge checks need no statement of their own to load it."""
         raw = session.connection().connection.driver_connection
         assert raw is not None  # a checked-out connection always has one; SQLAlchemy types it Optional
         dialect = session.get_bind().dialect
@@ -490,16 +501,25 @@ class MemoryService(SearchMixin):
             if walk:
                 raw.execute(SORT_OFF)
             cursor = raw.cursor(row_factory=namedtuple_row)
-            cursor.execute(_driver_sql(_nearest_sql(walk), dialect), _nearest_params(actor, p))
+            if create is None:
+                cursor.execute(_driver_sql(_nearest_sql(walk), dialect), _nearest_params(actor, p))
+            else:
+                params = {**_new_memory_params(create, actor, p), **_nearest_params(actor, p)}
+                params["redacted_entities"] = Jsonb(params["redacted_entities"])
+                params["soft"] = self.soft_threshold
+                params["policy"] = None if p.policy_seen is None else Jsonb(p.policy_seen)
+                cursor.execute(_driver_sql(_probe_or_create_sql(walk), dialect), params)
             if walk:
                 raw.execute(SORT_DEFAULT)
         found = policy.fetchone()
         stored = None if found is None else found[0]
         rows = cursor.fetchall()
+        if rows and create is not None and rows[0].created:
+            return stored, [], None, rows[0]
         top = None
         if rows:
             top = {"content": rows[0].content, "context": rows[0].context, "resolution": rows[0].resolution}
-        return stored, [(row.id, float(row.similarity)) for row in rows], top
+        return stored, [(row.id, float(row.similarity)) for row in rows], top, None
 
     def _fields_of(
         self, session: Session, actor: Actor, memory_id: UUID, known: dict[str, str] | None = None
@@ -811,7 +831,10 @@ class MemoryService(SearchMixin):
         p = prepared if prepared is not None else self._prepare(req, actor)
         while True:
             judged = self._prejudge(session, actor, p)
-            stored, nearest, top = self._locked_nearest(session, actor, p)
+            known = p.policy_seen is not _NOT_READ
+            stored, nearest, top, row = self._locked_nearest(session, actor, p, uuid4() if known else None)
+            if row is not None:  # written by the probe's own statement: nothing near enough to merge into
+                return self._created(session, actor, p, row)
             if p.policy_seen is not _NOT_READ and stored == p.policy_seen:
                 return self._decide(session, actor, p, judged, nearest, top)
             self._use_policy(actor.tenant_id, stored)
@@ -888,7 +911,11 @@ class MemoryService(SearchMixin):
         cursor = raw.cursor(row_factory=namedtuple_row)
         row = cursor.execute(_driver_sql(_create_memory(), session.get_bind().dialect), params).fetchone()
         assert row is not None  # INSERT ... RETURNING of one row
-        self._joined(session, actor.tenant_id, memory_id, p)
+        return self._created(session, actor, p, row)
+
+    def _created(self, session: Session, actor: Actor, p: _Prepared, row: Any) -> UploadResult:
+        """A new memory's row as its INSERT returned it: what follows the INSERT (`_joined`), the result."""
+        self._joined(session, actor.tenant_id, row.id, p)
         return UploadResult(record=to_record(row, actor.agent_name, 1), decision="created")
 
     def _new_memory(self, session: Session, tenant_id: UUID, agent_id: UUID | None, p: _Prepared) -> Memory:
