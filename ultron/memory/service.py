@@ -487,10 +487,11 @@ class MemoryService(SearchMixin):
         probe's snapshot is taken once the lock is granted, exactly as when they are sent apart.
         `create`: the new memory's id, when the upload knows the policy it was prepared under; the probe
         is then probe_or_create_memory, which also writes the memory when nothing is near enough to merge
-        and the policy is unchanged (one round trip for the whole upload but its commit).
-        Returns (the stored policy, the probe, the text of the probe's nearest memory, None if none, the
-        new memory's row if the probe wrote it, else None): the probe reads the text under the lock, so
-        the merge checks need no statement of their own to load it."""
+        and the policy is unchanged, and the supersede probe of that memory follows in the same pipeline
+        (one round trip for the whole upload but its commit).
+        Returns (the stored policy, the probe, the text of the probe's nearest memory, None if none, and
+        (its row, its supersede probe's rows) if the probe wrote the new memory, else None): the probe
+        reads the text under the lock, so the merge checks need no statement of their own to load it."""
         raw = session.connection().connection.driver_connection
         assert raw is not None  # a checked-out connection always has one; SQLAlchemy types it Optional
         dialect = session.get_bind().dialect
@@ -509,13 +510,17 @@ class MemoryService(SearchMixin):
                 params["soft"] = self.soft_threshold
                 params["policy"] = None if p.policy_seen is None else Jsonb(p.policy_seen)
                 cursor.execute(_driver_sql(_probe_or_create_sql(walk), dialect), params)
+                # The supersede probe of the memory it wrote (no row when it wrote none), same round trip.
+                linking = raw.cursor(row_factory=namedtuple_row)
+                one = {"id": create, "tenant_id": actor.tenant_id, "k": supersede.CANDIDATES}
+                linking.execute(_driver_sql(supersede.candidates_sql(False, walk), dialect), one)
             if walk:
                 raw.execute(SORT_DEFAULT)
         found = policy.fetchone()
         stored = None if found is None else found[0]
         rows = cursor.fetchall()
         if rows and create is not None and rows[0].created:
-            return stored, [], None, rows[0]
+            return stored, [], None, (rows[0], linking.fetchall())
         top = None
         if rows:
             top = {"content": rows[0].content, "context": rows[0].context, "resolution": rows[0].resolution}
@@ -754,7 +759,10 @@ class MemoryService(SearchMixin):
         )
         # in order, as single uploads link (_joined), with one probe for them all
         supersede.link_new_many(
-            session, actor.tenant_id, [(memory_id, _superseding_view(p)) for memory_id, _, p in created]
+            session,
+            actor.tenant_id,
+            [(memory_id, _superseding_view(p)) for memory_id, _, p in created],
+            self._walks_index(session, actor.tenant_id),
         )
         shared = [memory_id for memory_id, _, p in created if p.scope == "shared"]
         if shared:  # their clusters are the worker's, assigned in this order (ultron/clusters/pending.py)
@@ -834,7 +842,7 @@ class MemoryService(SearchMixin):
             known = p.policy_seen is not _NOT_READ
             stored, nearest, top, row = self._locked_nearest(session, actor, p, uuid4() if known else None)
             if row is not None:  # written by the probe's own statement: nothing near enough to merge into
-                return self._created(session, actor, p, row)
+                return self._created(session, actor, p, *row)
             if p.policy_seen is not _NOT_READ and stored == p.policy_seen:
                 return self._decide(session, actor, p, judged, nearest, top)
             self._use_policy(actor.tenant_id, stored)
@@ -913,9 +921,11 @@ class MemoryService(SearchMixin):
         assert row is not None  # INSERT ... RETURNING of one row
         return self._created(session, actor, p, row)
 
-    def _created(self, session: Session, actor: Actor, p: _Prepared, row: Any) -> UploadResult:
+    def _created(
+        self, session: Session, actor: Actor, p: _Prepared, row: Any, candidates: Any = None
+    ) -> UploadResult:
         """A new memory's row as its INSERT returned it: what follows the INSERT (`_joined`), the result."""
-        self._joined(session, actor.tenant_id, row.id, p)
+        self._joined(session, actor.tenant_id, row.id, p, candidates)
         return UploadResult(record=to_record(row, actor.agent_name, 1), decision="created")
 
     def _new_memory(self, session: Session, tenant_id: UUID, agent_id: UUID | None, p: _Prepared) -> Memory:
@@ -927,10 +937,16 @@ class MemoryService(SearchMixin):
         self._joined(session, tenant_id, memory.id, p)
         return memory
 
-    def _joined(self, session: Session, tenant_id: UUID, memory_id: UUID, p: _Prepared) -> None:
+    def _joined(
+        self, session: Session, tenant_id: UUID, memory_id: UUID, p: _Prepared, candidates: Any = None
+    ) -> None:
         """What follows a new memory's INSERT: the term statistics' change count, its link to a memory it
-        updates (supersede.link_new)."""
-        supersede.link_new(session, tenant_id, memory_id, _superseding_view(p))
+        updates (supersede.link_new; `candidates`: its probe's rows when the upload's pipeline read them)."""
+        if candidates is None:
+            walk = self._walks_index(session, tenant_id)
+            supersede.link_new(session, tenant_id, memory_id, _superseding_view(p), walk)
+        else:
+            supersede.link_found(session, tenant_id, memory_id, _superseding_view(p), candidates)
         # Its cluster is the worker's (the queue row create_memory wrote): no caller waits for it.
         if self.term_stats is not None:
             self.term_stats.changed(tenant_id)
