@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 
 from ultron.db.models import ActivityEvent, ClusterQueueItem, Memory, MemoryContribution
 from ultron.memory.schemas import UploadRequest
@@ -78,3 +78,21 @@ def test_an_upload_near_a_memory_it_does_not_merge_into_gets_its_own_insert(hub,
     result = _upload(hub, near)
     assert result.decision == "created"
     assert calls == ["create"]
+
+
+def test_the_upload_path_runs_on_prepared_statements(hub):  # type: ignore[no-untyped-def]
+    """psycopg prepares a statement from its 5th use on a connection (prepare_threshold): every statement
+    of a single upload's hot path (the policy read, the dedup lock, probe_or_create_memory, the supersede
+    probe) is then a named prepared statement the server plans once."""
+    for i in range(8):
+        _upload(hub, UploadRequest(content=f"flaky test number {i} {'x' * i} fails on the CI runner {i * 7}"))
+    with hub.db.session() as s:
+        prepared = s.execute(text("SELECT statement FROM pg_prepared_statements")).scalars().all()
+    texts = "\n".join(prepared)
+    for marker in (
+        "pg_advisory_xact_lock",
+        "settings -> 'redaction'",
+        "clear AS MATERIALIZED",
+        "FROM memories n",
+    ):
+        assert marker in texts, marker

@@ -82,7 +82,7 @@ def updates(newer: dict[str, Any], older: dict[str, Any]) -> bool:
     text_a, text_b = _text(a), _text(b)
     if " ".join(text_a.lower().split()) == " ".join(text_b.lower().split()):
         return False
-    cue = _CHANGE_CUE.search(text_a) is not None
+    cue = _has_cue(text_a)
     # Opposite choices with no stated change are mostly two scopes of one preference ("tabs in
     # TypeScript" / "4 spaces in Python"), not a change of mind.
     valued = bool(heuristic.conflicts(a, b)) or (cue and heuristic.opposite_choices(a, b))
@@ -113,6 +113,12 @@ def _turn(m: dict[str, Any]) -> bool:
 
 # A redaction placeholder ("<PERSON>"): every redacted name is the same token, so it names no subject.
 _PLACEHOLDER = re.compile(r"<[A-Z][A-Z_]{1,30}>")
+
+
+@lru_cache(maxsize=4096)
+def _has_cue(text: str) -> bool:
+    # Cached: a new memory is the newer side of each of its CANDIDATES pairs.
+    return _CHANGE_CUE.search(text) is not None
 
 
 @lru_cache(maxsize=4096)
