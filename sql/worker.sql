@@ -214,6 +214,8 @@ FROM (
     UNION ALL
     SELECT stage, tenant_id, parked_at, lease_expires_at, next_attempt_at
     FROM task_segments WHERE stage IN ('score', 'extract')
+    UNION ALL
+    SELECT 'cluster', tenant_id, parked_at, lease_expires_at, next_attempt_at FROM cluster_queue
 ) q
 WHERE CAST(:tenant_id AS uuid) IS NULL OR q.tenant_id = CAST(:tenant_id AS uuid)
 GROUP BY q.queue, q.tenant_id
@@ -226,6 +228,9 @@ SELECT p.* FROM (
     UNION ALL
     SELECT stage, id::text, tenant_id, attempts, last_error, parked_at
     FROM task_segments WHERE stage IN ('score', 'extract') AND parked_at IS NOT NULL
+    UNION ALL
+    SELECT 'cluster', memory_id::text, tenant_id, attempts, last_error, parked_at
+    FROM cluster_queue WHERE parked_at IS NOT NULL
 ) p
 WHERE CAST(:tenant_id AS uuid) IS NULL OR p.tenant_id = CAST(:tenant_id AS uuid)
 ORDER BY p.parked_at DESC

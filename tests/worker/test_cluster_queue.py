@@ -10,6 +10,7 @@ from sqlalchemy import func, select, text
 
 from ultron.bench.core import Corpus
 from ultron.db.models import ClusterMember, ClusterQueueItem
+from ultron.db.queries import q
 from ultron.hub import build_worker
 from ultron.sdk import Ultron
 from ultron.tenancy import local_actor
@@ -106,6 +107,9 @@ def test_a_failing_batch_backs_off_with_its_error_and_its_memories_stay_whole(wo
         assert row is not None and row.lease_owner is None and "assignment exploded" in (row.last_error or "")
         assert row.attempts == 1
     assert alice.get_memory(record.id).content == TEXTS[3]
+    with hub.db.session() as s:  # `ultron worker status` shows it backing off
+        depths = [(r.queue, r.ready, r.waiting) for r in s.execute(q("queue_depths"), {"tenant_id": None})]
+    assert ("cluster", 0, 1) in depths
     monkeypatch.undo()
     assert build_worker(hub).run_cycle(("cluster",), quiet=True)[0].counts["done"] == 0  # backing off
 
