@@ -143,6 +143,9 @@ def test_bad_input_gets_a_clear_message_not_a_traceback(settings):
     assert "pydantic" not in proc.stderr and proc.stderr.strip().splitlines()[-1] == (
         "error: invalid input: content: content must not be empty"
     )
+    # the service's own check (a 422 through a hub): bad input too, exit 2 as the README says, not 1
+    proc = ultron(settings, "memory", "search", "docker", "--limit", "0", "--local", check=False)
+    assert proc.returncode == 2 and "limit must be between 1 and 200" in proc.stderr, proc.stderr
     proc = ultron(settings, "agents", "revoke", "nobody", check=False)
     assert proc.returncode == 1 and "no agent 'nobody'" in proc.stderr
 

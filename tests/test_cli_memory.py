@@ -76,7 +76,7 @@ def test_upload_prints_one_line_and_every_memory_command_takes_a_short_id(keyed,
     code, out, _ = _run(capsys, "memory", "contributions", short, "--json", *remote)
     assert code == 0 and [c["decision"] for c in json.loads(out)] == ["created"]
     code, _, err = _run(capsys, "memory", "edit", short, *remote)
-    assert code == 1 and "nothing to change" in err
+    assert code == 2 and "nothing to change" in err
 
     # Ambiguous within the tenant: both candidates named; another tenant's memory is never a candidate.
     _, ids = add_memories(hub, [{}, {}], tenant="default")
@@ -86,14 +86,14 @@ def test_upload_prints_one_line_and_every_memory_command_takes_a_short_id(keyed,
         for old, new in [*zip(ids, wanted, strict=True), (foreign, "abcdef01-0000-4000-8000-000000000003")]:
             s.execute(text("UPDATE memories SET id = :new WHERE id = :old"), {"new": new, "old": old})
     code, _, err = _run(capsys, "memory", "show", "abcdef01", *remote)
-    assert code == 1 and "ambiguous" in err and wanted[0] in err and wanted[1] in err
+    assert code == 2 and "ambiguous" in err and wanted[0] in err and wanted[1] in err
     assert "-000000000003" not in err and len(err.strip().splitlines()) == 1
     code, out, _ = _run(capsys, "memory", "show", "abcdef01-0000-4000-8000-00000000000", *remote)
-    assert code == 1  # still two
+    assert code == 2  # still two: ambiguous, bad input
     code, _, err = _run(capsys, "memory", "show", "abcdef01000040008000000000000003", *remote)
     assert code == 1 and "not found" in err
     code, _, err = _run(capsys, "memory", "show", "abc", *remote)
-    assert code == 1 and "at least 6 hex characters" in err
+    assert code == 2 and "at least 6 hex characters" in err
     code, out, _ = _run(capsys, "memory", "delete", short, *remote)
     assert code == 0 and out.strip() == f"deleted {full}"
 
@@ -138,7 +138,7 @@ def test_backup_into_a_missing_folder_is_one_clear_line(settings, tmp_path):
         text=True,
         timeout=120,
     )
-    assert proc.returncode == 1
+    assert proc.returncode == 2  # bad input (the README's exit codes)
     assert proc.stderr.strip() == (
         f"error: cannot write {target}: the folder {target.parent} does not exist (create it first)"
     )

@@ -323,4 +323,4 @@ def test_the_cli_splits_and_repairs(hub, settings):
     applied = ultron(settings, "memory", "repair-merges", "--apply").stdout
     assert "1 split back" in applied and active(hub) == 3
     refused = ultron(settings, "memory", "split", str(a.record.id), str(ids[0]), check=False)
-    assert refused.returncode == 1 and "only merged contributions" in refused.stderr
+    assert refused.returncode == 2 and "only merged contributions" in refused.stderr

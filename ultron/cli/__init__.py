@@ -33,7 +33,7 @@ from ultron.cli.serving import check_port, claim_data_dir
 from ultron.cli.skills import add_commands as add_skills_commands
 from ultron.cli.vault import add_commands as add_vault_commands
 from ultron.cli.worker import add_parsers as add_worker_parsers
-from ultron.errors import Forbidden, UltronError, Unauthorized
+from ultron.errors import Forbidden, UltronError, Unauthorized, ValidationFailed
 
 if TYPE_CHECKING:  # pydantic-settings costs a tenth of a second: only commands that need it load it
     from ultron.config import Settings
@@ -826,6 +826,8 @@ def describe_error(exc: BaseException, args: argparse.Namespace) -> tuple[int, s
             f"{url} refused the request ({exc.detail}): pass a valid key with --api-key or ULTRON_API_KEY "
             "(create one with `ultron agents create NAME`)"
         )
+    if isinstance(exc, ValidationFailed):  # the hub's 422: the input was bad, as the README's codes say
+        return EXIT_INPUT, exc.detail
     if isinstance(exc, UltronError):
         return EXIT_ERROR, exc.detail
     if type(exc).__module__.startswith("httpx"):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache
@@ -21,35 +21,30 @@ import numpy as np
 from psycopg.rows import namedtuple_row
 from psycopg.types.json import Jsonb
 from sqlalchemy import (
-    BigInteger,
     Table,
     TextClause,
     bindparam,
-    cast,
     delete,
-    func,
     insert,
     select,
     text,
-    true,
 )
 from sqlalchemy.orm import Session
 
 from ultron.config import Settings
-from ultron.db.models import ActivityEvent, Agent, ClusterQueueItem, Memory, MemoryContribution
+from ultron.db.models import ActivityEvent, ClusterQueueItem, Memory, MemoryContribution
 from ultron.db.plans import SORT_DEFAULT, SORT_OFF, WalkCache
 from ultron.db.queries import q
 from ultron.errors import Conflict, Forbidden, NotFound, UltronError, ValidationFailed
 from ultron.memory import document, fulltext, ownership, supersede
+from ultron.memory.access import AccessMixin
 from ultron.memory.faithful import disagreements, may_merge_automatically, may_merge_judged
 from ultron.memory.heuristic import conflicts
 from ultron.memory.hits import HitBuffer
-from ultron.memory.records import load_records, to_record, visible_to
+from ultron.memory.records import to_record
 from ultron.memory.schemas import (
-    Contribution,
     MemoryPatch,
     MemoryRecord,
-    MemoryStats,
     SearchResult,
     SplitResult,
     UploadRequest,
@@ -71,7 +66,6 @@ DEDUP_LOCK_NAMESPACE = 0x554C0001
 DEDUP_NEIGHBOURS = 3
 # A batch item this close below SOFT still takes the single upload's exact path (float32 rounding).
 SIM_MARGIN = 1e-4
-HIT_WEIGHTS = {"search": 1, "details": 2, "merge": 1}
 TEXT_FIELDS = ("content", "context", "resolution")
 
 
@@ -345,7 +339,7 @@ def _add_counts(total: dict[str, int], more: dict[str, int]) -> dict[str, int]:
     return out
 
 
-class MemoryService(SearchMixin):
+class MemoryService(SearchMixin, AccessMixin):
     def __init__(
         self,
         settings: Settings,
@@ -1191,100 +1185,6 @@ class MemoryService(SearchMixin):
     ) -> None:
         session.add(ActivityEvent(**_activity_row(actor, kind, memory_id, detail)))
 
-    # --- hits ----------------------------------------------------------------------------------
-
-    def record_hits(
-        self, session: Session, actor: Actor, memory_ids: Iterable[UUID], signal: str
-    ) -> set[UUID]:
-        """Log a use of each memory; returns the ids whose hit_count actually rose (see docs/ranking.md)."""
-        ids = list(memory_ids)
-        if not ids:
-            return set()
-        rows = session.execute(
-            q("record_hits"),
-            {
-                "tenant_id": actor.tenant_id,
-                "agent_id": actor.agent_id,
-                "memory_ids": ids,
-                "signal": signal,
-                "weight": HIT_WEIGHTS[signal],
-                "window_seconds": self.settings.hit_window_hours * 3600.0,
-            },
-        ).all()
-        return {row.id for row in rows}
-
-    # --- reads ---------------------------------------------------------------------------------
-
-    def get(self, session: Session, actor: Actor, memory_id: UUID) -> MemoryRecord:
-        """One memory, full text, without counting a hit (browsing is not adoption)."""
-        found = load_records(session, [memory_id], actor)
-        if memory_id not in found:
-            raise NotFound(f"memory {memory_id} not found")
-        return found[memory_id]
-
-    def details(self, session: Session, actor: Actor, ids: Sequence[UUID]) -> list[MemoryRecord]:
-        """Full records; each counts as a strong adoption signal (+2)."""
-        if not ids:
-            raise ValidationFailed("ids must not be empty")
-        if len(ids) > 100:
-            raise ValidationFailed("at most 100 ids per call")
-        ids = list(dict.fromkeys(ids))
-        found = load_records(session, ids, actor)
-        missing = [str(i) for i in ids if i not in found]
-        if missing:
-            raise NotFound(f"memories not found: {', '.join(missing)}")
-        self.record_hits(session, actor, ids, "details")
-        if self.companion is not None:
-            self.companion.after_details(session, actor, ids)
-        fresh = load_records(session, ids, actor)
-        return [fresh[i] for i in ids]
-
-    def thread(self, session: Session, actor: Actor, memory_id: UUID, span: int = 2) -> list[MemoryRecord]:
-        """The memory with its neighbouring turns (same thread, position within span), in order; the memory
-        alone when it has no thread. Like get, counts no hit."""
-        if not 0 <= span <= 50:
-            raise ValidationFailed("span must be between 0 and 50")
-        memory = self.get(session, actor, memory_id)
-        if memory.thread is None or memory.position is None:
-            return [memory]
-        stmt = (
-            select(Memory.id)
-            .where(
-                Memory.tenant_id == actor.tenant_id,
-                Memory.thread == memory.thread,
-                Memory.status == "active",
-                Memory.position.between(memory.position - span, memory.position + span),
-                visible_to(actor),
-            )
-            .order_by(Memory.position, Memory.created_at)
-        )
-        ids = list(session.execute(stmt).scalars())
-        records = load_records(session, ids, actor)
-        return [records[i] for i in ids if i in records]
-
-    def contributions(self, session: Session, actor: Actor, memory_id: UUID) -> list[Contribution]:
-        self.get(session, actor, memory_id)
-        stmt = (
-            select(MemoryContribution, Agent.name)
-            .outerjoin(Agent, Agent.id == MemoryContribution.agent_id)
-            .where(MemoryContribution.memory_id == memory_id, MemoryContribution.tenant_id == actor.tenant_id)
-            .order_by(MemoryContribution.created_at, MemoryContribution.id)
-        )
-        return [
-            Contribution(
-                id=c.id,
-                agent=name,
-                decision=c.decision,
-                similarity=c.similarity,
-                content=c.content,
-                context=c.context,
-                resolution=c.resolution,
-                tags=c.tags,
-                created_at=c.created_at,
-            )
-            for c, name in session.execute(stmt)
-        ]
-
     # --- edit / delete -------------------------------------------------------------------------
 
     def _owned(self, session: Session, actor: Actor, memory_id: UUID) -> Memory:
@@ -1345,48 +1245,3 @@ class MemoryService(SearchMixin):
         session.flush()
         session.execute(delete(Memory).where(Memory.id == memory_id, Memory.tenant_id == actor.tenant_id))
         self._activity(session, actor, "delete", memory_id, {"kept": kept} if kept else {})
-
-    # --- stats ---------------------------------------------------------------------------------
-
-    def stats(self, session: Session, actor: Actor) -> MemoryStats:
-        def grouped(column) -> dict[str, int]:  # type: ignore[no-untyped-def]
-            stmt = (
-                select(column, func.count())
-                .where(Memory.tenant_id == actor.tenant_id, visible_to(actor))
-                .group_by(column)
-            )
-            return {str(k): int(v) for k, v in session.execute(stmt)}
-
-        by_status = grouped(Memory.status)
-        # Entity counts and contributions of the memories this agent may see: another agent's private
-        # memories are not counted (how many secrets its diary held is about that diary).
-        entities = func.jsonb_each_text(Memory.redacted_entities).table_valued("key", "value").alias("e")
-        entity_stmt = (
-            select(entities.c.key, func.sum(cast(entities.c.value, BigInteger)))
-            .select_from(Memory)
-            .join(entities, true())
-            .where(Memory.tenant_id == actor.tenant_id, visible_to(actor))
-            .group_by(entities.c.key)
-        )
-        redacted = {str(key): int(total) for key, total in session.execute(entity_stmt)}
-        contributions = session.execute(
-            select(func.count())
-            .select_from(MemoryContribution)
-            .join(Memory, Memory.id == MemoryContribution.memory_id)
-            .where(
-                MemoryContribution.tenant_id == actor.tenant_id,
-                Memory.tenant_id == actor.tenant_id,
-                visible_to(actor),
-            )
-        ).scalar_one()
-        profile = session.execute(text("SELECT model_name FROM embedding_profile WHERE id = 1")).scalar()
-        return MemoryStats(
-            total=sum(by_status.values()),
-            by_tier=grouped(Memory.tier),
-            by_type=grouped(Memory.memory_type),
-            by_status=by_status,
-            by_scope=grouped(Memory.scope),
-            redacted_entities=redacted,
-            contributions=int(contributions),
-            embedding_model=profile,
-        )
