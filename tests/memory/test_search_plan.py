@@ -134,6 +134,8 @@ def test_the_full_text_pool_reads_a_pool_only_when_the_one_before_may_have_been_
     for i in range(20):
         add(hub, f"canary flag {i} flipped on host{i}")
     rare = add(hub, "zyxwv deploy billing checksum mismatch")
+    for i in range(12):  # 63 memories: no term is in half of them (a query of such terms reads no pool)
+        add(hub, f"lunch order {i} for the offsite in room{i}")
     with hub.db.session() as s:
         hub.memory.refresh_term_stats(s, local_actor(s).tenant_id)
     # The rare term's pool is whole (1 match): the all-terms and phrase pools hold nothing more; not read.
@@ -148,6 +150,29 @@ def test_the_full_text_pool_reads_a_pool_only_when_the_one_before_may_have_been_
     # A phrase cut at 16 words does not hold every term: its pool is read whatever the others held.
     got, want, ran = _pools(hub, "zyxwv " + " ".join(f"word{i}" for i in range(20)))
     assert got == want == {rare.id} and ran == 1
+
+
+def test_a_query_made_only_of_common_words_reads_only_its_phrase_pool(hub):
+    # 40 memories: deploy and billing are each in 30 (at least half: no IDF weight in classic BM25), five
+    # of them hold "billing deploy" in that order. fulltext_pool 20.
+    for i in range(25):
+        add(hub, f"deploy billing step {i} on node{i}")
+    phrase = {add(hub, f"billing deploy hotfix {i} for shard{i}").id for i in range(5)}
+    for i in range(10):
+        add(hub, f"canary flag {i} flipped on host{i}")
+    with hub.db.session() as s:
+        hub.memory.refresh_term_stats(s, local_actor(s).tenant_id)
+    got, _, ran = _pools(hub, "billing deploy")
+    # Neither the rarest term's pool (20 of billing's 30 holders, an arbitrary cut of most of the store)
+    # nor the all-terms one is read; the phrase pool is.
+    assert got == phrase and ran == 1
+    with hub.db.session() as s:
+        actor = local_actor(s)
+        found = hub.memory.search(s, actor, "billing deploy", limit=5, explain=True)
+    assert {r.record.id for r in found} == phrase
+    # One term that ranks (canary, in 10) and the pools are as before: the rarest term's, whole.
+    got, want, ran = _pools(hub, "billing deploy canary")
+    assert got == want and len(got) == 10 and ran == 0
 
 
 def _explain_generic(raw, sql: str, values: list) -> str:  # type: ignore[no-untyped-def]
