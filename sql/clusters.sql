@@ -227,12 +227,16 @@ WHERE cm.tenant_id = :tenant_id
 LIMIT :limit
 
 -- name: unclustered_memories
--- Keyset page of active memories that belong to no cluster (initial clustering, after imports and re-embeds).
+-- Keyset page of active memories that belong to no cluster (initial clustering, after imports and re-embeds),
+-- outside the cluster queue.
 SELECT m.id, m.embedding
 FROM memories m
 WHERE m.tenant_id = :tenant_id AND m.status = 'active' AND m.scope = 'shared' AND m.embedding IS NOT NULL
   AND m.id > CAST(:after AS uuid)
   AND NOT EXISTS (SELECT 1 FROM cluster_members cm WHERE cm.memory_id = m.id AND cm.tenant_id = m.tenant_id)
+  -- a queued memory is the cluster step's (or the catch-up's, in upload order); a parked one is retried here
+  AND NOT EXISTS (SELECT 1 FROM cluster_queue k
+                  WHERE k.memory_id = m.id AND k.tenant_id = m.tenant_id AND k.parked_at IS NULL)
 ORDER BY m.id
 LIMIT :limit
 
@@ -463,3 +467,29 @@ ORDER BY u.ord
 SELECT s.most_common_freqs[array_position(CAST(CAST(s.most_common_vals AS text) AS text[]), :tenant_id)]
 FROM pg_stats s
 WHERE s.schemaname = current_schema() AND s.tablename = 'knowledge_clusters' AND s.attname = 'tenant_id'
+
+-- name: queued_memories
+-- The memories of a batch of the cluster queue (cluster_queue, ids :ids) that still need a cluster, in
+-- upload order: active, shared, with a vector, and no cluster yet (the evolution cycle's initial clustering
+-- may have assigned one; a merge may have archived it). The others' rows just go.
+SELECT m.id, m.embedding
+FROM cluster_queue k
+JOIN memories m ON m.id = k.memory_id AND m.tenant_id = k.tenant_id
+WHERE k.tenant_id = :tenant_id AND k.memory_id = ANY(CAST(:ids AS uuid[]))
+  AND m.status = 'active' AND m.scope = 'shared' AND m.embedding IS NOT NULL
+  AND NOT EXISTS (SELECT 1 FROM cluster_members cm WHERE cm.memory_id = m.id AND cm.tenant_id = m.tenant_id)
+ORDER BY k.seq
+
+-- name: unleased_cluster_queue
+-- The evolution cycle's catch-up (ClusterService.run_initial_clustering, with no worker step run since the
+-- uploads): a page of the tenant's queue rows no live lease holds, in upload order, locked (a worker's
+-- claim of one then finds it gone: lost).
+SELECT memory_id
+FROM cluster_queue
+WHERE tenant_id = :tenant_id AND parked_at IS NULL AND (lease_expires_at IS NULL OR lease_expires_at < now())
+ORDER BY seq
+LIMIT :limit
+FOR UPDATE SKIP LOCKED
+
+-- name: drop_cluster_queue
+DELETE FROM cluster_queue WHERE tenant_id = :tenant_id AND memory_id = ANY(CAST(:ids AS uuid[]))

@@ -38,9 +38,10 @@ JOIN memories m ON m.id = t.id AND m.tenant_id = :tenant_id
 ORDER BY t.similarity DESC, t.id
 
 -- name: create_memory
--- A new memory with its "created" contribution and its upload activity row: three INSERTs, one statement,
--- one round trip. Returns the columns of the memory's record (ultron/memory/service.py, _create), so the
--- upload answers from the row it wrote instead of reading it back. :search_doc is fulltext.index_text of
+-- A new memory with its "created" contribution, its upload activity row and, when shared, its row in the
+-- cluster queue: four INSERTs, one statement, one round trip. Returns the columns of the memory's record
+-- (ultron/memory/service.py, _create), so the upload answers from the row it wrote instead of reading it
+-- back. :search_doc is fulltext.index_text of
 -- the fields and tags, indexed as document.tsvector does.
 WITH memory AS (
     INSERT INTO memories (id, tenant_id, agent_id, memory_type, content, context, resolution, tags,
@@ -60,8 +61,85 @@ WITH memory AS (
 ), activity AS (
     INSERT INTO activity_events (tenant_id, agent_id, kind, memory_id, detail)
     VALUES (:tenant_id, :agent_id, 'upload', :id, jsonb_build_object('memory_type', CAST(:memory_type AS text)))
+), queued AS (
+    -- a shared memory waits for the worker to assign its cluster (ultron/clusters/pending.py)
+    INSERT INTO cluster_queue (memory_id, tenant_id)
+    SELECT :id, :tenant_id WHERE CAST(:scope AS text) = 'shared'
 )
 SELECT * FROM memory
+
+-- name: probe_or_create_memory
+-- A single upload's dedup probe and, when it finds nothing to merge, its create_memory, in one statement (one
+-- round trip; sent after the dedup lock, in the same pipeline: ultron/memory/service.py, _probe_or_create).
+-- `probe`: nearest_same_type. `clear`: no memory of the probe at :soft or above (nothing the decision could
+-- merge into: an exact content-hash match scores 1.0) and the tenant's redaction policy still the one the
+-- upload was prepared under (:policy). Then the memory, its contribution, activity and queue row are written
+-- as create_memory writes them, and the one row returned is the memory's (created true); else nothing is
+-- written and the rows are the probe's (created false), nearest first, for the decision to go on from.
+WITH exact AS (
+    SELECT m.id, 1.0::float8 AS similarity
+    FROM memories m
+    WHERE m.tenant_id = :tenant_id AND m.content_hash = :content_hash
+      AND m.memory_type = :memory_type AND m.status = 'active'
+      AND m.scope = :scope
+      AND (m.scope <> 'private' OR m.agent_id = CAST(:agent_id AS uuid))
+      AND (m.scope <> 'group' OR m.group_name = CAST(:group_name AS text))
+    LIMIT 1
+), ann AS (
+    SELECT m.id, 1 - (m.embedding <=> CAST(:embedding AS vector)) AS similarity
+    FROM memories m
+    WHERE m.tenant_id = :tenant_id AND m.memory_type = :memory_type AND m.status = 'active'
+      AND m.scope = :scope
+      AND (m.scope <> 'private' OR m.agent_id = CAST(:agent_id AS uuid))
+      AND (m.scope <> 'group' OR m.group_name = CAST(:group_name AS text))
+    ORDER BY m.embedding <=> CAST(:embedding AS vector)
+    LIMIT :k
+), top AS (
+    SELECT id, max(similarity) AS similarity
+    FROM (SELECT * FROM exact UNION ALL SELECT * FROM ann) c
+    GROUP BY id
+    ORDER BY similarity DESC, id
+    LIMIT :k
+), probe AS MATERIALIZED (
+    SELECT t.id, t.similarity, m.content, m.context, m.resolution
+    FROM top t
+    JOIN memories m ON m.id = t.id AND m.tenant_id = :tenant_id
+), clear AS MATERIALIZED (
+    SELECT NOT EXISTS (SELECT 1 FROM probe WHERE probe.similarity >= :soft)
+           AND (SELECT t.settings -> 'redaction' FROM tenants t WHERE t.id = :tenant_id)
+               IS NOT DISTINCT FROM CAST(:policy AS jsonb) AS ok
+), memory AS (
+    INSERT INTO memories (id, tenant_id, agent_id, memory_type, content, context, resolution, tags,
+                          summary_l0, overview_l1, embedding, content_hash, search_tsv, scope, group_name,
+                          redacted_entities, thread, position, occurred_at)
+    SELECT :id, :tenant_id, :agent_id, :memory_type, :content, :context, :resolution, :tags,
+           :summary_l0, :overview_l1, CAST(:embedding AS vector), :content_hash,
+           to_tsvector('simple', CAST(:search_doc AS text)), :scope, :group_name,
+           :redacted_entities, :thread, :position, :occurred_at
+    WHERE (SELECT ok FROM clear)
+    RETURNING id, memory_type, content, context, resolution, tags, summary_l0, overview_l1, tier, status,
+              scope, group_name, pinned, hit_count, last_hit_at, created_at, updated_at, redacted_entities,
+              valence, arousal, thread, position, occurred_at, importance, resolved_at
+), contribution AS (
+    INSERT INTO memory_contributions (tenant_id, memory_id, agent_id, decision, content, context, resolution,
+                                      tags)
+    SELECT :tenant_id, memory.id, :agent_id, 'created', :content, :context, :resolution, :tags FROM memory
+), activity AS (
+    INSERT INTO activity_events (tenant_id, agent_id, kind, memory_id, detail)
+    SELECT :tenant_id, :agent_id, 'upload', memory.id,
+           jsonb_build_object('memory_type', CAST(:memory_type AS text))
+    FROM memory
+), queued AS (
+    INSERT INTO cluster_queue (memory_id, tenant_id)
+    SELECT memory.id, :tenant_id FROM memory WHERE CAST(:scope AS text) = 'shared'
+)
+SELECT true AS created, CAST(NULL AS float8) AS similarity, memory.* FROM memory
+UNION ALL
+SELECT false, p.similarity, p.id, NULL, p.content, p.context, p.resolution, NULL, NULL, NULL, NULL, NULL,
+       NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+FROM probe p
+WHERE NOT (SELECT ok FROM clear)
+ORDER BY created DESC, similarity DESC, id
 
 -- name: search_memories
 -- Hybrid search in one read-only statement (docs/ranking.md):

@@ -18,6 +18,26 @@ CROSS JOIN LATERAL (
 ) m
 WHERE n.id = :id AND n.tenant_id = :tenant_id AND n.embedding IS NOT NULL
 
+-- name: supersede_candidates_many
+-- supersede_candidates for each of a batch's new memories (:ids, `ord` its 1-based place), :k of them each
+-- (the batch asks for a few more than CANDIDATES: a memory its own earlier links superseded drops out),
+-- nearest first.
+SELECT u.ord, m.id, m.memory_type, m.content, m.context, m.resolution, m.thread, m.occurred_at, m.created_at
+FROM unnest(CAST(:ids AS uuid[])) WITH ORDINALITY AS u(id, ord)
+JOIN memories n ON n.id = u.id AND n.tenant_id = :tenant_id AND n.embedding IS NOT NULL
+CROSS JOIN LATERAL (
+    SELECT c.id, c.memory_type, c.content, c.context, c.resolution, c.thread, c.occurred_at, c.created_at,
+           c.embedding <=> n.embedding AS distance
+    FROM memories c
+    WHERE c.tenant_id = n.tenant_id AND c.id <> n.id AND c.status = 'active' AND c.superseded_by_id IS NULL
+      AND c.merged_into_id IS NULL AND c.scope = n.scope
+      AND (n.scope <> 'private' OR c.agent_id = n.agent_id)
+      AND (n.scope <> 'group' OR c.group_name = n.group_name)
+    ORDER BY c.embedding <=> n.embedding
+    LIMIT :k
+) m
+ORDER BY u.ord, m.distance
+
 -- name: mark_superseded
 UPDATE memories SET superseded_by_id = :newer
 WHERE id = :older AND tenant_id = :tenant_id AND superseded_by_id IS NULL AND id <> :newer

@@ -133,6 +133,72 @@ UPDATE task_segments
 SET lease_owner = NULL, lease_expires_at = NULL, attempts = greatest(attempts - 1, 0)
 WHERE lease_owner = :owner
 
+-- The cluster queue (cluster_queue: shared memories waiting for their cluster) follows the same pattern, a
+-- batch at a time: one lease statement takes up to `limit` rows in upload order (`seq`), one transaction per
+-- tenant claims its rows, assigns them and deletes them (finish), a failure backs them all off together.
+
+-- name: lease_cluster_queue
+WITH picked AS (
+    SELECT k.memory_id, k.tenant_id
+    FROM cluster_queue k
+    WHERE k.parked_at IS NULL AND k.next_attempt_at <= now()
+      AND (k.lease_expires_at IS NULL OR k.lease_expires_at < now())
+      AND k.attempts < :max_attempts
+      AND (CAST(:tenant_id AS uuid) IS NULL OR k.tenant_id = CAST(:tenant_id AS uuid))
+    ORDER BY k.next_attempt_at, k.seq
+    LIMIT :limit
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE cluster_queue k
+SET lease_owner = :owner,
+    lease_expires_at = now() + make_interval(secs => :lease_seconds),
+    attempts = k.attempts + 1
+FROM picked
+WHERE k.memory_id = picked.memory_id AND k.tenant_id = picked.tenant_id
+RETURNING k.memory_id AS id, k.tenant_id, k.attempts, k.seq
+
+-- name: claim_cluster_queue
+-- One tenant's rows of a lease that are still ours, locked for the transaction (waits, as claim_session).
+SELECT memory_id FROM cluster_queue
+WHERE tenant_id = :tenant_id AND memory_id = ANY(CAST(:ids AS uuid[])) AND lease_owner = :owner
+ORDER BY seq
+FOR UPDATE
+
+-- name: finish_cluster_queue
+-- Done: the rows go (the memory has its cluster, or no longer needs one).
+DELETE FROM cluster_queue
+WHERE tenant_id = :tenant_id AND memory_id = ANY(CAST(:ids AS uuid[])) AND lease_owner = :owner
+
+-- name: fail_cluster_queue
+UPDATE cluster_queue
+SET lease_owner = NULL, lease_expires_at = NULL, last_error = :error,
+    next_attempt_at = now() + make_interval(
+        secs => least(:base_seconds * power(2, greatest(attempts - 1, 0)), :max_backoff_seconds)),
+    parked_at = CASE WHEN attempts >= :max_attempts THEN now() END
+WHERE tenant_id = :tenant_id AND memory_id = ANY(CAST(:ids AS uuid[])) AND lease_owner = :owner
+RETURNING parked_at IS NOT NULL AS parked
+
+-- name: park_abandoned_cluster_queue
+UPDATE cluster_queue
+SET parked_at = now(), lease_owner = NULL, lease_expires_at = NULL,
+    last_error = coalesce(last_error || E'\n', '')
+        || format('lease expired %s times: the worker died or hung while working on it', attempts)
+WHERE parked_at IS NULL AND attempts >= :max_attempts
+  AND (lease_expires_at IS NULL OR lease_expires_at < now())
+  AND (CAST(:tenant_id AS uuid) IS NULL OR tenant_id = CAST(:tenant_id AS uuid))
+RETURNING memory_id
+
+-- name: heartbeat_cluster_queue
+UPDATE cluster_queue SET lease_expires_at = now() + make_interval(secs => :lease_seconds)
+WHERE (memory_id, tenant_id) IN (
+    SELECT memory_id, tenant_id FROM cluster_queue WHERE lease_owner = :owner FOR UPDATE SKIP LOCKED
+)
+
+-- name: release_cluster_queue
+UPDATE cluster_queue
+SET lease_owner = NULL, lease_expires_at = NULL, attempts = greatest(attempts - 1, 0)
+WHERE lease_owner = :owner
+
 -- name: queue_depths
 -- ready: can be leased now; waiting: backing off; leased: held by a live lease; parked: given up on.
 SELECT q.queue, q.tenant_id,
@@ -148,6 +214,8 @@ FROM (
     UNION ALL
     SELECT stage, tenant_id, parked_at, lease_expires_at, next_attempt_at
     FROM task_segments WHERE stage IN ('score', 'extract')
+    UNION ALL
+    SELECT 'cluster', tenant_id, parked_at, lease_expires_at, next_attempt_at FROM cluster_queue
 ) q
 WHERE CAST(:tenant_id AS uuid) IS NULL OR q.tenant_id = CAST(:tenant_id AS uuid)
 GROUP BY q.queue, q.tenant_id
@@ -160,6 +228,9 @@ SELECT p.* FROM (
     UNION ALL
     SELECT stage, id::text, tenant_id, attempts, last_error, parked_at
     FROM task_segments WHERE stage IN ('score', 'extract') AND parked_at IS NOT NULL
+    UNION ALL
+    SELECT 'cluster', memory_id::text, tenant_id, attempts, last_error, parked_at
+    FROM cluster_queue WHERE parked_at IS NOT NULL
 ) p
 WHERE CAST(:tenant_id AS uuid) IS NULL OR p.tenant_id = CAST(:tenant_id AS uuid)
 ORDER BY p.parked_at DESC

@@ -16,6 +16,7 @@ import pytest
 from sqlalchemy import text
 
 from ultron.cli import build_parser, main
+from ultron.hub import build_worker
 from ultron.ingestion.schemas import IngestFile
 from ultron.memory.schemas import UploadRequest
 from ultron.tenancy import authenticate, create_agent
@@ -194,6 +195,7 @@ def _seed(hub, key: str, marker: str) -> dict[str, Any]:  # type: ignore[no-unty
     with hub.db.session() as s:
         job = hub.ingestion.imports.start(s, actor, "markdown", f"{marker}-notes.md", notes)
     hub.ingestion.imports.run(actor, job.id)
+    build_worker(hub).run_cycle(("cluster",), quiet=True)  # the worker's tick: the upload's cluster
     return {"tenant_id": str(actor.tenant_id), "memory_id": str(up.record.id)}
 
 

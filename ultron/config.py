@@ -296,6 +296,9 @@ class Settings(BaseSettings):
     worker_poll_seconds: float = Field(
         30.0, ge=0.1, description="Worker: how often queues are checked between cycles without a NOTIFY"
     )
+    worker_cluster_poll_seconds: float = Field(
+        2.0, ge=0.1, description="Worker: how often new shared memories are assigned their cluster"
+    )
     worker_lease_seconds: float = Field(
         300.0, ge=1, description="Worker: lease on one item; a dead worker's items are retaken after it"
     )

@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import func, select, text
 
 from ultron.clusters.service import CENTROID_DRIFT_COSINE, join_score, topic_keywords, unit
-from ultron.db.models import ClusterMember, KnowledgeCluster, Memory, Skill
+from ultron.db.models import ClusterMember, ClusterQueueItem, KnowledgeCluster, Memory, Skill
 from ultron.sdk import Ultron
 from ultron.tenancy import local_actor
 
@@ -239,11 +239,17 @@ def test_readiness_at_exactly_five_and_after_exactly_three_new_members(chub):  #
         assert chub.clusters.get_clusters_ready_to_recrystallize(s, tenant) == [cluster_id]
 
 
-def test_an_upload_joins_a_cluster_in_its_transaction_and_initial_clustering_covers_the_rest(hub):  # type: ignore[no-untyped-def]
+def test_an_upload_queues_its_cluster_and_initial_clustering_covers_the_rest(hub):  # type: ignore[no-untyped-def]
     alice = Ultron(hub=hub, agent="alice")
     first = alice.upload_memory("pytest fixtures with scope=session leak state between database tests")
     with hub.db.session() as s:
-        assert s.get(ClusterMember, (first.id, local_actor(s).tenant_id)) is not None
+        tenant = local_actor(s).tenant_id
+        assert s.get(ClusterMember, (first.id, tenant)) is None  # the worker's, not the request's
+        assert s.get(ClusterQueueItem, (first.id, tenant)) is not None
+        # With no worker step run, the evolution cycle's initial clustering assigns what is queued.
+        assert hub.clusters.run_initial_clustering(s, tenant) == 1
+        assert s.get(ClusterMember, (first.id, tenant)) is not None
+        assert s.get(ClusterQueueItem, (first.id, tenant)) is None
         s.execute(text("DELETE FROM cluster_members"))
         s.execute(text("DELETE FROM knowledge_clusters"))
     with hub.db.session() as s:
@@ -268,9 +274,10 @@ def test_private_and_group_memories_never_feed_a_cluster(hub):  # type: ignore[n
     shared = alice.upload_memory(text_)
     with hub.db.session() as s:
         tenant = local_actor(s).tenant_id
+        assert s.get(ClusterQueueItem, (private.id, tenant)) is None  # never queued for a cluster
+        assert hub.clusters.run_initial_clustering(s, tenant) == 1  # the shared one; not the private one
         assert s.get(ClusterMember, (private.id, tenant)) is None
         assert s.get(ClusterMember, (shared.id, tenant)) is not None
-        assert hub.clusters.run_initial_clustering(s, tenant) == 0  # the private one is not "unclustered"
         # A shared memory that becomes private leaves its cluster at the next sync.
         s.execute(
             text("UPDATE memories SET scope = 'private', agent_id = :a WHERE id = :id"),

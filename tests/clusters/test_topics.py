@@ -12,7 +12,7 @@ from sqlalchemy import select
 from ultron.bench import cluster_calibration as calibration
 from ultron.config import Settings
 from ultron.db.models import ClusterMember, Skill
-from ultron.hub import build_embedder
+from ultron.hub import build_embedder, build_worker
 from ultron.sdk import Ultron
 from ultron.skills import evolve
 from ultron.tenancy import local_actor
@@ -116,6 +116,7 @@ def test_uploads_cluster_by_topic_and_skills_cite_only_their_topic(make_hub, loc
         rec = agent.upload_memory(r["content"], r["context"], r["resolution"])
         topic_of[str(rec.id)] = r["topic"]
     assert len(topic_of) == len(TOPICS)
+    build_worker(hub).run_cycle(("cluster",), quiet=True)  # the worker assigns the uploads' clusters
     with hub.db.session() as s:
         rows = s.execute(select(ClusterMember.memory_id, ClusterMember.cluster_id)).all()
         assigned = [str(r.cluster_id) for r in rows]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -357,3 +358,45 @@ def test_mcp_against_a_dead_hub_says_no_hub_in_one_line(tmp_path):
     stderr = [line for line in errlog.read().splitlines() if line.strip()]
     assert "Traceback" not in "\n".join(stderr)
     assert len(stderr) <= len(messages), stderr  # at most one line per failed call
+
+
+def test_mcp_against_a_hub_url_loads_no_orm_numpy_or_fastapi(tmp_path):
+    """`ultron mcp --url` is an HTTP client: naming the database's, the providers' and REST's errors must not
+    import SQLAlchemy, numpy or FastAPI (ultron.mcp.errors did: 0.9 s of its 1.9 s start-up, quiet box)."""
+    code = (
+        "import sys\n"
+        "from ultron.cli import main\n"
+        "try:\n"
+        f"    main(['mcp', '--url', 'http://127.0.0.1:{_free_port()}'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "names = ('sqlalchemy', 'numpy', 'fastapi', 'ultron.db.models')\n"
+        "print('LOADED:' + ','.join(m for m in names if m in sys.modules), file=sys.stderr)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ULTRON_")}
+    env["ULTRON_DATA_DIR"] = str(tmp_path / "data")
+    out = subprocess.run([sys.executable, "-c", code], input="", capture_output=True, text=True, env=env)
+    assert "LOADED:" in out.stderr, out.stderr  # the server ran and ended at the end of its input
+    assert out.stderr.split("LOADED:")[-1].strip() == "", out.stderr
+
+
+def test_database_and_provider_failures_keep_rest_words():
+    """The error mapping that loads its exception types only once they can have been raised still names a
+    database or provider failure as REST does, and anything else an internal error with a request id."""
+    from mcp.server.fastmcp.exceptions import ToolError
+    from sqlalchemy.exc import DataError, OperationalError
+
+    from ultron.mcp.errors import tool_errors
+    from ultron.providers.base import ProviderError
+
+    cases = [
+        (DataError("SELECT 1", {}, Exception("numeric field overflow")), "validation_error: a value is out"),
+        (OperationalError("SELECT 1", {}, Exception("gone")), "database_unavailable:"),
+        (ProviderError("dashscope", "slow", kind="timeout"), "the dashscope provider timed out"),
+        (RuntimeError("boom"), "internal_error: an internal error occurred (request id"),
+    ]
+    for raised, words in cases:
+        with pytest.raises(ToolError) as caught, tool_errors():
+            raise raised
+        assert words in str(caught.value), (raised, str(caught.value))
+        assert "SELECT" not in str(caught.value) and "boom" not in str(caught.value)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from ultron.hub import build_worker
 from ultron.sdk import Ultron
 from ultron.worker.evolution import run_evolution_cycle
 
@@ -57,6 +58,7 @@ def stocked(hub):  # type: ignore[no-untyped-def]
     alice = Ultron(hub=hub, agent="alice")
     for text in DOCKER + POSTGRES + PYTEST:
         alice.upload_memory(text)
+    build_worker(hub).run_cycle(("cluster",), quiet=True)  # the worker's tick: the uploads' clusters
     return alice
 
 

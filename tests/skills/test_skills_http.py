@@ -17,6 +17,7 @@ from sqlalchemy import func, select
 from ultron.api.app import create_app
 from ultron.db.models import EvolutionRecord, KnowledgeCluster, Skill, SkillFile
 from ultron.errors import PayloadTooLarge, ValidationFailed
+from ultron.hub import build_worker
 from ultron.skills import bundle, evolve
 from ultron.skills.format import SkillDoc, Version, parse, render
 from ultron.tenancy import create_agent, local_actor
@@ -427,6 +428,7 @@ def test_clusters_are_listed_largest_first_with_readiness(hub, bob, stocked):  #
         "docker build cache for pip install layers is missed on CI without --cache-from",
     ):
         stocked.upload_memory(text)
+    build_worker(hub).run_cycle(("cluster",), quiet=True)  # the worker's tick: their clusters
     listed = {c["id"]: c for c in bob.get("/clusters").json()}
     with hub.db.session() as s:
         again = {str(i) for i in hub.clusters.get_clusters_ready_to_recrystallize(s, tenant_of(hub), 100)}

@@ -13,6 +13,7 @@ from tests.fakes.servers import FAKE_API_KEY, OPENAI_CHAT
 from tests.skills.conftest import DOCKER, POSTGRES, PYTEST
 from ultron.clusters import service as cluster_service
 from ultron.db.models import EvolutionRecord, KnowledgeCluster, Skill
+from ultron.hub import build_worker
 from ultron.sdk import Ultron
 from ultron.skills import evolve
 from ultron.skills.format import SkillDoc, render
@@ -35,6 +36,7 @@ def offline(make_hub):  # type: ignore[no-untyped-def]
     alice = Ultron(hub=hub, agent="alice")
     for text in DOCKER + POSTGRES + PYTEST:
         alice.upload_memory(text)
+    build_worker(hub).run_cycle(("cluster",), quiet=True)  # the worker's tick: the uploads' clusters
     return hub
 
 
@@ -212,6 +214,7 @@ def test_recrystallization_edits_the_current_skill_md(llm, offline, fake_openai)
             "docker build cache ignored on CI runners; pull the previous image before docker build",
         )
     ]
+    build_worker(offline).run_cycle(("cluster",), quiet=True)  # the worker's tick: their clusters
     fake_openai.reply_fn = by_prompt(
         recrystallize=lambda user: skill_md(user, name="Renamed Docker Skill", marker="REVISED", steps=5),
         verify=audit_by_version,

@@ -308,6 +308,10 @@ def seed_demo(
     same_fact = {**DEMO_MEMORIES[0], "context": "in a fresh python3.11 container, with the system pip"}
     with hub.db.session() as s:
         hub.memory.upload(s, actors[1], UploadRequest(**same_fact))
+    # The new memories' clusters, as the worker's next tick would assign them (`ultron serve` runs it every
+    # few seconds; no worker run recorded): the dashboard's map and skills pages show them at once.
+    with hub.db.session() as s:
+        hub.clusters.run_initial_clustering(s, actors[0].tenant_id)
     for round_ in range(3):
         for j, query in enumerate(DEMO_SEARCHES[: len(DEMO_SEARCHES) - round_ * 2]):
             with hub.db.session() as s:

@@ -33,6 +33,7 @@ from sqlalchemy import TextClause, select, text
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.util import identity_key
 
+from ultron.clusters import pending
 from ultron.config import Settings
 from ultron.db.models import ClusterMember, KnowledgeCluster, Memory
 from ultron.db.plans import SORT_DEFAULT, SORT_OFF, WALK_SHARE, WalkCache
@@ -301,8 +302,10 @@ class ClusterService:
         return counts
 
     def run_initial_clustering(self, session: Session, tenant_id: UUID, page: int = 500) -> int:
-        """Cluster every active memory that has no cluster yet (after imports and re-embeds); keyset pages."""
-        done, after = 0, ZERO_UUID
+        """Cluster every active memory that has no cluster yet: first the uploads still queued that no worker
+        holds (in upload order, `pending.assign_unleased`), then the others (after imports and re-embeds);
+        keyset pages."""
+        done, after = pending.assign_unleased(session, self, tenant_id), ZERO_UUID
         while True:
             rows = session.execute(
                 q("unclustered_memories"), {"tenant_id": tenant_id, "after": after, "limit": page}

@@ -15,6 +15,7 @@ from sqlalchemy import (
     Float,
     ForeignKey,
     ForeignKeyConstraint,
+    Identity,
     Index,
     Integer,
     LargeBinary,
@@ -688,6 +689,21 @@ class ClusterMember(Base):
     tenant_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True, nullable=False)
     embedding: Mapped[Any] = mapped_column(Vector(), nullable=True)
     joined_at: Mapped[datetime] = _now()
+
+
+class ClusterQueueItem(Leased, Base):
+    """A shared memory waiting for its cluster: the upload writes the row with the memory, the worker's
+    `cluster` step leases rows in `seq` (upload) order, assigns them in batches and deletes them."""
+
+    __tablename__ = "cluster_queue"
+    __table_args__ = (
+        Index("ix_cluster_queue_ready", "next_attempt_at", "seq", postgresql_where=text("parked_at IS NULL")),
+        _tenant_fk("cluster_queue", "memory_id", "memories", "CASCADE"),
+    )
+
+    memory_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
+    tenant_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True, nullable=False)
+    seq: Mapped[int] = mapped_column(BigInteger, Identity(always=False), nullable=False)
 
 
 class Skill(Base):

@@ -36,7 +36,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import Session
 
 from ultron.config import Settings
-from ultron.db.models import ActivityEvent, Agent, Memory, MemoryContribution
+from ultron.db.models import ActivityEvent, Agent, ClusterQueueItem, Memory, MemoryContribution
 from ultron.db.plans import SORT_DEFAULT, SORT_OFF, WalkCache
 from ultron.db.queries import q
 from ultron.errors import Conflict, Forbidden, NotFound, UltronError, ValidationFailed
@@ -98,12 +98,9 @@ class CompanionHooks(Protocol):
 
 
 class ClusterHooks(Protocol):
-    """Knowledge clusters (ultron/clusters/): a new memory joins one, a merged-away one leaves it."""
+    """Knowledge clusters (ultron/clusters/): a merged-away memory leaves its cluster at once; a new one
+    joins one in the worker (its cluster_queue row, written with it)."""
 
-    def assign(self, session: Session, tenant_id: UUID, memory_id: UUID, vector: Any) -> UUID: ...
-    def assign_many(
-        self, session: Session, tenant_id: UUID, items: Sequence[tuple[UUID, Any]]
-    ) -> list[UUID]: ...
     def leave(self, session: Session, tenant_id: UUID, memory_id: UUID) -> UUID | None: ...
 
 
@@ -188,6 +185,13 @@ _DEDUP_LOCK = "SELECT pg_advisory_xact_lock(%s, %s)"
 # The dedup probe's own walk: the same rule, SORT_OFF sent alone (the probe keeps the connection's plan
 # choice and `hnsw.ef_search`), its text marked as the search's is.
 _PROBE_WALK_MARK = "-- planned with sorts off: the dedup probe walks the HNSW index"
+
+
+@cache
+def _probe_or_create_sql(walk: bool) -> TextClause:
+    """probe_or_create_memory as a single upload sends it; `walk` as in `_nearest_sql`."""
+    statement = q("probe_or_create_memory")
+    return text(f"{_PROBE_WALK_MARK}\n{statement.text}") if walk else statement
 
 
 @cache
@@ -370,7 +374,7 @@ class MemoryService(SearchMixin):
         self.hard_threshold, self.soft_threshold = dedup_band or settings.dedup_thresholds
         # Companion memory (ultron/companion/): emotion on upload, ripples on use, re-ranking of searches.
         self.companion = companion
-        # Knowledge clusters (ultron/clusters/), joined in the upload's transaction.
+        # Knowledge clusters (ultron/clusters/), left in the merge's transaction (joined by the worker).
         self.clusters = clusters
         # Keeps the lexical ranker's term statistics fresh (ultron/memory/termstats.py).
         self.term_stats = term_stats
@@ -475,14 +479,19 @@ class MemoryService(SearchMixin):
         return [(row.id, float(row.similarity)) for row in rows]
 
     def _locked_nearest(
-        self, session: Session, actor: Actor, p: _Prepared
-    ) -> tuple[Any, list[tuple[UUID, float]], dict[str, str] | None]:
+        self, session: Session, actor: Actor, p: _Prepared, create: UUID | None = None
+    ) -> tuple[Any, list[tuple[UUID, float]], dict[str, str] | None, Any]:
         """Read the tenant's stored redaction policy, take the upload's dedup lock, then probe under it
         (`_nearest`): the three statements, and the transaction's BEGIN when they open it, go to the server
         in one psycopg pipeline, one round trip. The server still runs them one after the other, so the
         probe's snapshot is taken once the lock is granted, exactly as when they are sent apart.
-        Returns (the stored policy, the probe, the text of the probe's nearest memory, None if none): the
-        probe reads it under the lock, so the merge checks need no statement of their own to load it."""
+        `create`: the new memory's id, when the upload knows the policy it was prepared under; the probe
+        is then probe_or_create_memory, which also writes the memory when nothing is near enough to merge
+        and the policy is unchanged, and the supersede probe of that memory follows in the same pipeline
+        (one round trip for the whole upload but its commit).
+        Returns (the stored policy, the probe, the text of the probe's nearest memory, None if none, and
+        (its row, its supersede probe's rows) if the probe wrote the new memory, else None): the probe
+        reads the text under the lock, so the merge checks need no statement of their own to load it."""
         raw = session.connection().connection.driver_connection
         assert raw is not None  # a checked-out connection always has one; SQLAlchemy types it Optional
         dialect = session.get_bind().dialect
@@ -493,16 +502,29 @@ class MemoryService(SearchMixin):
             if walk:
                 raw.execute(SORT_OFF)
             cursor = raw.cursor(row_factory=namedtuple_row)
-            cursor.execute(_driver_sql(_nearest_sql(walk), dialect), _nearest_params(actor, p))
+            if create is None:
+                cursor.execute(_driver_sql(_nearest_sql(walk), dialect), _nearest_params(actor, p))
+            else:
+                params = {**_new_memory_params(create, actor, p), **_nearest_params(actor, p)}
+                params["redacted_entities"] = Jsonb(params["redacted_entities"])
+                params["soft"] = self.soft_threshold
+                params["policy"] = None if p.policy_seen is None else Jsonb(p.policy_seen)
+                cursor.execute(_driver_sql(_probe_or_create_sql(walk), dialect), params)
+                # The supersede probe of the memory it wrote (no row when it wrote none), same round trip.
+                linking = raw.cursor(row_factory=namedtuple_row)
+                one = {"id": create, "tenant_id": actor.tenant_id, "k": supersede.CANDIDATES}
+                linking.execute(_driver_sql(supersede.candidates_sql(False, walk), dialect), one)
             if walk:
                 raw.execute(SORT_DEFAULT)
         found = policy.fetchone()
         stored = None if found is None else found[0]
         rows = cursor.fetchall()
+        if rows and create is not None and rows[0].created:
+            return stored, [], None, (rows[0], linking.fetchall())
         top = None
         if rows:
             top = {"content": rows[0].content, "context": rows[0].context, "resolution": rows[0].resolution}
-        return stored, [(row.id, float(row.similarity)) for row in rows], top
+        return stored, [(row.id, float(row.similarity)) for row in rows], top, None
 
     def _fields_of(
         self, session: Session, actor: Actor, memory_id: UUID, known: dict[str, str] | None = None
@@ -710,9 +732,8 @@ class MemoryService(SearchMixin):
         results: list[UploadResult | UltronError],
     ) -> None:
         """`_create` for many new memories: their rows inserted by one statement that returns what their
-        records need, their contributions and activity by one each; the shared ones' clusters by
-        `assign_many` (the end state of `assign` per memory, in order, in a few statements); the
-        companion's hook once for them all (`after_create_many`)."""
+        records need, their contributions, activity and the shared ones' cluster queue rows by one each;
+        the companion's hook once for them all (`after_create_many`)."""
         if not pending:
             return
         created = [(memory_id, req, p) for _, req, p, memory_id in pending]
@@ -736,11 +757,19 @@ class MemoryService(SearchMixin):
                 for memory_id, _, p in created
             ],
         )
-        for memory_id, _, p in created:  # in order, as single uploads link (_joined)
-            supersede.link_new(session, actor.tenant_id, memory_id, _superseding_view(p))
-        shared = [(memory_id, p.embedding) for memory_id, _, p in created if p.scope == "shared"]
-        if self.clusters is not None and shared:  # in order, as single uploads run `assign`
-            self.clusters.assign_many(session, actor.tenant_id, shared)
+        # in order, as single uploads link (_joined), with one probe for them all
+        supersede.link_new_many(
+            session,
+            actor.tenant_id,
+            [(memory_id, _superseding_view(p)) for memory_id, _, p in created],
+            self._walks_index(session, actor.tenant_id),
+        )
+        shared = [memory_id for memory_id, _, p in created if p.scope == "shared"]
+        if shared:  # their clusters are the worker's, assigned in this order (ultron/clusters/pending.py)
+            session.execute(
+                insert(_table(ClusterQueueItem)).returning(_table(ClusterQueueItem).c.seq),
+                [{"memory_id": memory_id, "tenant_id": actor.tenant_id} for memory_id in shared],
+            )
         done = [
             (req, UploadResult(record=to_record(by_id[memory_id], actor.agent_name, 1), decision="created"))
             for memory_id, req, _ in created
@@ -810,7 +839,10 @@ class MemoryService(SearchMixin):
         p = prepared if prepared is not None else self._prepare(req, actor)
         while True:
             judged = self._prejudge(session, actor, p)
-            stored, nearest, top = self._locked_nearest(session, actor, p)
+            known = p.policy_seen is not _NOT_READ
+            stored, nearest, top, row = self._locked_nearest(session, actor, p, uuid4() if known else None)
+            if row is not None:  # written by the probe's own statement: nothing near enough to merge into
+                return self._created(session, actor, p, *row)
             if p.policy_seen is not _NOT_READ and stored == p.policy_seen:
                 return self._decide(session, actor, p, judged, nearest, top)
             self._use_policy(actor.tenant_id, stored)
@@ -887,23 +919,35 @@ class MemoryService(SearchMixin):
         cursor = raw.cursor(row_factory=namedtuple_row)
         row = cursor.execute(_driver_sql(_create_memory(), session.get_bind().dialect), params).fetchone()
         assert row is not None  # INSERT ... RETURNING of one row
-        self._joined(session, actor.tenant_id, memory_id, p)
+        return self._created(session, actor, p, row)
+
+    def _created(
+        self, session: Session, actor: Actor, p: _Prepared, row: Any, candidates: Any = None
+    ) -> UploadResult:
+        """A new memory's row as its INSERT returned it: what follows the INSERT (`_joined`), the result."""
+        self._joined(session, actor.tenant_id, row.id, p, candidates)
         return UploadResult(record=to_record(row, actor.agent_name, 1), decision="created")
 
     def _new_memory(self, session: Session, tenant_id: UUID, agent_id: UUID | None, p: _Prepared) -> Memory:
         memory = Memory(**_memory_row(tenant_id, agent_id, p))
         session.add(memory)
         session.flush()
+        if p.scope == "shared":  # its cluster is the worker's, as an upload's (create_memory's queue row)
+            session.add(ClusterQueueItem(memory_id=memory.id, tenant_id=tenant_id))
         self._joined(session, tenant_id, memory.id, p)
         return memory
 
-    def _joined(self, session: Session, tenant_id: UUID, memory_id: UUID, p: _Prepared) -> None:
-        """What follows a new memory's INSERT: its cluster, the term statistics' change count, its link to
-        a memory it updates (supersede.link_new)."""
-        supersede.link_new(session, tenant_id, memory_id, _superseding_view(p))
-        # Skills are read by the whole tenant: only shared memories feed clusters (and so skills).
-        if self.clusters is not None and p.scope == "shared":
-            self.clusters.assign(session, tenant_id, memory_id, p.embedding)
+    def _joined(
+        self, session: Session, tenant_id: UUID, memory_id: UUID, p: _Prepared, candidates: Any = None
+    ) -> None:
+        """What follows a new memory's INSERT: the term statistics' change count, its link to a memory it
+        updates (supersede.link_new; `candidates`: its probe's rows when the upload's pipeline read them)."""
+        if candidates is None:
+            walk = self._walks_index(session, tenant_id)
+            supersede.link_new(session, tenant_id, memory_id, _superseding_view(p), walk)
+        else:
+            supersede.link_found(session, tenant_id, memory_id, _superseding_view(p), candidates)
+        # Its cluster is the worker's (the queue row create_memory wrote): no caller waits for it.
         if self.term_stats is not None:
             self.term_stats.changed(tenant_id)
 

@@ -25,12 +25,15 @@ above it with at least its score and confidence (brought in when the search did 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from functools import cache, lru_cache
 from typing import Any
 from uuid import UUID
 
+from sqlalchemy import TextClause, text
 from sqlalchemy.orm import Session
 
+from ultron.db.plans import SORT_DEFAULT, SORT_OFF
 from ultron.db.queries import q
 from ultron.memory import heuristic
 from ultron.memory.classify import words_of
@@ -79,14 +82,16 @@ def updates(newer: dict[str, Any], older: dict[str, Any]) -> bool:
     text_a, text_b = _text(a), _text(b)
     if " ".join(text_a.lower().split()) == " ".join(text_b.lower().split()):
         return False
-    terms_a, terms_b = _subject_terms(text_a), _subject_terms(text_b)
-    cue = _CHANGE_CUE.search(text_a) is not None
+    cue = _has_cue(text_a)
     # Opposite choices with no stated change are mostly two scopes of one preference ("tabs in
     # TypeScript" / "4 spaces in Python"), not a change of mind.
     valued = bool(heuristic.conflicts(a, b)) or (cue and heuristic.opposite_choices(a, b))
     # a new value with the cue: any term the older one lacks, numbers and weekdays included
     if not (valued or (cue and _raw_terms(text_a) - _raw_terms(text_b))):
         return False
+    # The subject terms only for a pair with a changed value: most pairs stop above (the upload path runs
+    # this for each of a new memory's CANDIDATES nearest memories).
+    terms_a, terms_b = _subject_terms(text_a), _subject_terms(text_b)
     shared = terms_a & terms_b
     if _turn(newer) and _turn(older):
         # Chat turns quote numbers and dates all the time ("Yes, May 17. My goal is under two hours." /
@@ -110,14 +115,25 @@ def _turn(m: dict[str, Any]) -> bool:
 _PLACEHOLDER = re.compile(r"<[A-Z][A-Z_]{1,30}>")
 
 
-def _raw_terms(text: str) -> set[str]:
-    return heuristic.terms(_CHANGE_CUE.sub(" ", _PLACEHOLDER.sub(" ", text)))
+@lru_cache(maxsize=4096)
+def _has_cue(text: str) -> bool:
+    # Cached: a new memory is the newer side of each of its CANDIDATES pairs.
+    return _CHANGE_CUE.search(text) is not None
 
 
-def _subject_terms(text: str) -> set[str]:
+@lru_cache(maxsize=4096)
+def _raw_terms(text: str) -> frozenset[str]:
+    # Cached: an upload compares its text with its nearest memories', which recur across uploads.
+    return frozenset(heuristic.terms(_CHANGE_CUE.sub(" ", _PLACEHOLDER.sub(" ", text))))
+
+
+@lru_cache(maxsize=4096)
+def _subject_terms(text: str) -> frozenset[str]:
     """What a memory is about: its terms (names included: "Jonas moved to Ridgewood" is about Jonas) less
     the change cue itself, chat words and numbers (the value that changed)."""
-    return {t for t in _raw_terms(text) if t not in heuristic.CHAT_WORDS and not any(c.isdigit() for c in t)}
+    return frozenset(
+        t for t in _raw_terms(text) if t not in heuristic.CHAT_WORDS and not any(c.isdigit() for c in t)
+    )
 
 
 def _newer_of(new: dict[str, Any], old: Any) -> bool:
@@ -127,12 +143,87 @@ def _newer_of(new: dict[str, Any], old: Any) -> bool:
     return True
 
 
-def link_new(session: Session, tenant_id: UUID, memory_id: UUID, new: dict[str, Any]) -> UUID | None:
+# A tenant that is most of the table (MemoryService._walks_index) probes with sorts off, as the dedup
+# probe does: at ~2k memories the planner sorted every row of the tenant by distance for each new memory
+# (16 ms a memory, TOAST reads) where the HNSW walk takes 0.5 ms (measured, a batch of 500 at 2k). Its own
+# text, so its own prepared statement: a plan keeps the settings of its first run.
+_WALK_MARK = "-- planned with sorts off: the supersede probe walks the HNSW index"
+
+
+@cache
+def candidates_sql(many: bool = False, walk: bool = False) -> TextClause:
+    """supersede_candidates (`many`: supersede_candidates_many); `walk`: the text planned with sorts off."""
+    statement = q("supersede_candidates_many" if many else "supersede_candidates")
+    return text(f"{_WALK_MARK}\n{statement.text}") if walk else statement
+
+
+def _probe(session: Session, statement: TextClause, params: dict[str, Any], walk: bool) -> Sequence[Any]:
+    if walk:
+        session.execute(text(SORT_OFF))
+    rows = session.execute(statement, params).all()
+    if walk:
+        session.execute(text(SORT_DEFAULT))
+    return rows
+
+
+def link_new(
+    session: Session, tenant_id: UUID, memory_id: UUID, new: dict[str, Any], walk: bool = False
+) -> UUID | None:
     """Link a just-created memory with the nearest one it updates (or that updates it, when it tells of
     an earlier time): the older one's `superseded_by_id`. The id of the memory linked, if any."""
-    rows = session.execute(
-        q("supersede_candidates"), {"id": memory_id, "tenant_id": tenant_id, "k": CANDIDATES}
-    ).all()
+    params = {"id": memory_id, "tenant_id": tenant_id, "k": CANDIDATES}
+    return link_found(
+        session, tenant_id, memory_id, new, _probe(session, candidates_sql(False, walk), params, walk)
+    )
+
+
+def link_found(
+    session: Session, tenant_id: UUID, memory_id: UUID, new: dict[str, Any], rows: Sequence[Any]
+) -> UUID | None:
+    """`link_new` with its probe's rows read already (sent with the upload's other statements)."""
+    linked = _link(session, tenant_id, memory_id, new, rows)
+    return None if linked is None else linked[0]
+
+
+# Candidates per memory a batch's probe reads beyond CANDIDATES (those its own links superseded drop out).
+BATCH_EXTRA = 3
+
+
+def link_new_many(
+    session: Session, tenant_id: UUID, items: list[tuple[UUID, dict[str, Any]]], walk: bool = False
+) -> None:
+    """`link_new` for a batch's new memories, in order, with one probe for them all
+    (supersede_candidates_many): a memory an earlier link of the batch superseded is no candidate of a
+    later one, as in its own probe; when more than BATCH_EXTRA of a memory's candidates dropped out so,
+    it makes its own probe."""
+    if not items:
+        return
+    params = {
+        "ids": [memory_id for memory_id, _ in items],
+        "tenant_id": tenant_id,
+        "k": CANDIDATES + BATCH_EXTRA,
+    }
+    by_place: dict[int, list[Any]] = {}
+    for row in _probe(session, candidates_sql(True, walk), params, walk):
+        by_place.setdefault(row.ord - 1, []).append(row)
+    superseded: set[UUID] = set()
+    for place, (memory_id, new) in enumerate(items):
+        found = by_place.get(place, [])
+        candidates: Sequence[Any] = [r for r in found if r.id not in superseded][:CANDIDATES]
+        if len(candidates) < CANDIDATES and len(found) == CANDIDATES + BATCH_EXTRA:
+            # the rest of its candidates lie past the batch's probe
+            one = {"id": memory_id, "tenant_id": tenant_id, "k": CANDIDATES}
+            candidates = _probe(session, candidates_sql(False, walk), one, walk)
+        linked = _link(session, tenant_id, memory_id, new, candidates)
+        if linked is not None:
+            superseded.add(linked[1])
+
+
+def _link(
+    session: Session, tenant_id: UUID, memory_id: UUID, new: dict[str, Any], rows: Any
+) -> tuple[UUID, UUID] | None:
+    """The first of `rows` (nearest first) the new memory updates or is updated by, marked: (its id, the
+    id of the older of the two); None when none."""
     for row in rows:
         old = {k: getattr(row, k) for k in ("memory_type", "content", "context", "resolution", "thread")}
         # The later one must state the change: "We're moving to Snowflake" is not updated by a later
@@ -146,7 +237,7 @@ def link_new(session: Session, tenant_id: UUID, memory_id: UUID, new: dict[str, 
         else:
             newer, older = row.id, memory_id
         session.execute(q("mark_superseded"), {"newer": newer, "older": older, "tenant_id": tenant_id})
-        return UUID(str(row.id))
+        return UUID(str(row.id)), UUID(str(older))
     return None
 
 

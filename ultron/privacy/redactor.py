@@ -161,12 +161,14 @@ class Redactor:
         wanted: dict[str, list[str]] = {lang: [] for lang in LANGUAGES}
         for text in dict.fromkeys(texts):
             language = "zh" if _is_chinese(text) else "en"
+            # The cache first: a batch upload's fields were warmed with the batch, and the trigger
+            # patterns cost more than the lookup.
             if (
                 text
                 and len(text) <= CACHE_MAX_CHARS
                 and plan.entities[language]
-                and any(t.search(text) for t in plan.triggers)
                 and self._cached(plan, text) is None
+                and any(t.search(text) for t in plan.triggers)
             ):
                 wanted[language].append(text)
         for language, batch in wanted.items():

@@ -1,4 +1,5 @@
-"""Per-item work queues: sessions to segment, segments to score, segments to extract.
+"""Per-item work queues: sessions to segment, segments to score, segments to extract; and the batch queue
+of shared memories waiting for their cluster (`cluster_queue`).
 
 Every queue follows one lease protocol (see sql/worker.sql): lease in one statement, work in the item's
 own transaction while holding its row, clear the lease in that same transaction, record a failure in a
@@ -48,7 +49,7 @@ SEGMENT = Queue("segment", "session")
 SCORE = Queue("score", "segment", "score")
 EXTRACT = Queue("extract", "segment", "extract")
 QUEUES = (SEGMENT, SCORE, EXTRACT)
-TABLES = ("sessions", "segments")
+TABLES = ("sessions", "segments", "cluster_queue")
 
 
 @dataclass(frozen=True)
@@ -141,3 +142,69 @@ def release(session: Session, owner: str) -> None:
     """Give back leases taken but not started (shutdown); their attempt is not counted."""
     for table in TABLES:
         session.execute(q(f"release_{table}"), {"owner": owner})
+
+
+# --- the cluster queue: the same protocol, a batch of one tenant's rows per transaction -----------------
+
+
+@dataclass(frozen=True)
+class LeasedBatch:
+    tenant_id: UUID
+    ids: list[UUID]  # in upload order
+    attempts: int  # the most any of them has used
+
+
+def lease_cluster_batches(
+    session: Session, owner: str, policy: LeasePolicy, limit: int, tenant_id: UUID | None = None
+) -> list[LeasedBatch]:
+    """Lease up to `limit` ready rows of the cluster queue in one statement, grouped by tenant, each group
+    in upload order."""
+    rows = session.execute(
+        q("lease_cluster_queue"),
+        {
+            "owner": owner,
+            "lease_seconds": policy.lease_seconds,
+            "max_attempts": policy.max_attempts,
+            "limit": limit,
+            "tenant_id": tenant_id,
+        },
+    ).all()
+    groups: dict[UUID, list[Any]] = {}
+    for r in sorted(rows, key=lambda r: r.seq):
+        groups.setdefault(r.tenant_id, []).append(r)
+    return [LeasedBatch(t, [r.id for r in rs], max(r.attempts for r in rs)) for t, rs in groups.items()]
+
+
+def park_abandoned_clusters(session: Session, policy: LeasePolicy, tenant_id: UUID | None = None) -> int:
+    """park_abandoned for the cluster queue alone."""
+    params = {"max_attempts": policy.max_attempts, "tenant_id": tenant_id}
+    return len(session.execute(q("park_abandoned_cluster_queue"), params).all())
+
+
+def claim_cluster_batch(session: Session, batch: LeasedBatch, owner: str) -> list[UUID]:
+    """Lock the batch's rows this worker still holds for this transaction: their ids, in upload order."""
+    params = {"tenant_id": batch.tenant_id, "ids": batch.ids, "owner": owner}
+    return list(session.execute(q("claim_cluster_queue"), params).scalars())
+
+
+def finish_cluster_batch(session: Session, tenant_id: UUID, ids: list[UUID], owner: str) -> None:
+    session.execute(q("finish_cluster_queue"), {"tenant_id": tenant_id, "ids": ids, "owner": owner})
+
+
+def fail_cluster_batch(
+    session: Session, batch: LeasedBatch, owner: str, error: str, policy: LeasePolicy
+) -> bool:
+    """Record a failed attempt of the whole batch; True when its rows are now parked."""
+    rows = session.execute(
+        q("fail_cluster_queue"),
+        {
+            "tenant_id": batch.tenant_id,
+            "ids": batch.ids,
+            "owner": owner,
+            "error": error[-MAX_ERROR_CHARS:],
+            "base_seconds": policy.retry_base_seconds,
+            "max_backoff_seconds": MAX_BACKOFF_SECONDS,
+            "max_attempts": policy.max_attempts,
+        },
+    ).all()
+    return any(r.parked for r in rows)

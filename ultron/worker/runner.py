@@ -32,6 +32,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session
 
+from ultron.clusters import pending
 from ultron.config import Settings
 from ultron.db.engine import Database
 from ultron.db.models import WorkerProcess, WorkerRun
@@ -53,7 +54,9 @@ NOTIFY_CHANNEL = "ultron_work"
 # Advisory-lock namespace of the singleton steps (first key of pg_try_advisory_lock(int, int)).
 SINGLETON_LOCK_NAMESPACE = 0x554C0004
 SINGLETON_KEYS = {"rebalance": 1, "evolution": 2, "consolidate": 3}
-ITEM_STEPS = ("segment", "score", "extract")
+ITEM_STEPS = ("segment", "score", "extract", "cluster")
+# Queue rows of the cluster step leased per statement (one tenant's share of them assigned per transaction).
+CLUSTER_BATCH = 500
 CYCLE_STEPS = (*ITEM_STEPS, "rebalance", "evolution", "consolidate")
 # Longest single wait on the LISTEN socket: how quickly a stop request is noticed while idle.
 WAIT_SLICE_SECONDS = 0.25
@@ -114,6 +117,7 @@ class Worker:
         self.steps = steps
         self.runtime = runtime
         self.skills = skills
+        self.clusters = skills.clusters
         self.id = worker_id or default_worker_id()
         self.policy = LeasePolicy.from_settings(settings)
         self.consolidator = Consolidator(db, memory, settings.consolidate_max_merges)
@@ -185,6 +189,7 @@ class Worker:
             "segment": lambda o: self.drain(SEGMENT, o),
             "score": lambda o: self.drain(SCORE, o),
             "extract": lambda o: self.drain(EXTRACT, o),
+            "cluster": self.assign_clusters,
             "rebalance": self.rebalance,
             "evolution": self.evolve,
             "consolidate": self.consolidate,
@@ -267,6 +272,7 @@ class Worker:
         sessions = self.drain(SEGMENT, outcome, tenant_id=tenant_id, limit=limit, results=new_segments)
         scored = self.drain(SCORE, outcome, tenant_id=tenant_id, limit=limit)
         extracted = self.drain(EXTRACT, outcome, tenant_id=tenant_id, limit=limit, results=memories)
+        self.assign_clusters(outcome, tenant_id=tenant_id)
         return {
             "sessions": sessions["done"],
             "new_segments": sum(new_segments),
@@ -275,6 +281,47 @@ class Worker:
             "memories": sum(len(ids) for ids in memories),
             "failed": sum(c["failed"] + c["parked"] for c in (sessions, scored, extracted)),
         }
+
+    def assign_clusters(self, outcome: StepOutcome, *, tenant_id: UUID | None = None) -> dict[str, Any]:
+        """The cluster step: lease the cluster queue CLUSTER_BATCH rows at a time until none is ready, and
+        assign each tenant's share in its own transaction (claim, `pending.assign_queued`, the new clusters
+        indexed, finish); a failure backs that share off in a separate short one."""
+        counts = {"done": 0, "assigned": 0, "failed": 0, "parked": 0, "lost": 0}
+        with self.db.session() as session:
+            counts["parked"] += queues.park_abandoned_clusters(session, self.policy, tenant_id)
+        while not self.stopping:
+            with self.db.session() as session:
+                batches = queues.lease_cluster_batches(
+                    session, self.id, self.policy, CLUSTER_BATCH, tenant_id
+                )
+            if not batches:
+                break
+            for batch in batches:
+                result, assigned = self._assign_batch(batch, outcome)
+                counts[result] += len(batch.ids)
+                counts["assigned"] += assigned
+        return counts
+
+    def _assign_batch(self, batch: queues.LeasedBatch, outcome: StepOutcome) -> tuple[str, int]:
+        try:
+            with self.db.session() as session:
+                ids = queues.claim_cluster_batch(session, batch, self.id)
+                if not ids:
+                    return "lost", 0  # our lease expired and another worker (or the catch-up) has them
+                assigned = pending.assign_queued(session, self.clusters, batch.tenant_id, ids)
+                # New clusters enter the HNSW index now rather than at the next evolution cycle: the
+                # assignment's exact pass over the unindexed ones stays short.
+                self.clusters.index_pending(session, batch.tenant_id)
+                queues.finish_cluster_batch(session, batch.tenant_id, ids, self.id)
+            return "done", assigned
+        except Exception as exc:  # noqa: BLE001 - the error is kept on the rows
+            error = _error_text(exc)
+            log.warning("cluster batch of %d failed (attempt %d): %s", len(batch.ids), batch.attempts, error)
+            with self.db.session() as session:
+                parked = queues.fail_cluster_batch(session, batch, self.id, error, self.policy)
+            if parked:
+                outcome.errors.append(f"cluster batch of {len(batch.ids)} parked: {error}")
+            return ("parked" if parked else "failed"), 0
 
     # --- singleton steps -----------------------------------------------------------------------
 
@@ -404,18 +451,25 @@ class Worker:
     def run_forever(self) -> None:
         """Until stop(): a full cycle every decay_interval_hours, queue drains on NOTIFY or poll."""
         period = self.settings.decay_interval_hours * 3600.0
+        poll, cluster_poll = self.settings.worker_poll_seconds, self.settings.worker_cluster_poll_seconds
         next_cycle = time.monotonic() + self._until_cycle_due(period)
         with self._presence():
             try:
                 self._ensure_listener()
+                woke, next_poll = True, 0.0
                 while not self.stopping:
-                    if time.monotonic() >= next_cycle:
-                        next_cycle = time.monotonic() + period
+                    now = time.monotonic()
+                    if now >= next_cycle:
+                        next_cycle, next_poll = now + period, now + poll
                         self.run_cycle(CYCLE_STEPS)
-                    else:
+                    elif woke or now >= next_poll:
+                        next_poll = now + poll
                         self.run_cycle(ITEM_STEPS, quiet=True)
-                    wait = min(self.settings.worker_poll_seconds, next_cycle - time.monotonic())
-                    if self.wait_for_work(wait):
+                    else:  # new memories wait seconds for their cluster, not a whole poll
+                        self.run_cycle(("cluster",), quiet=True)
+                    now = time.monotonic()
+                    woke = self.wait_for_work(min(next_poll, next_cycle, now + cluster_poll) - now)
+                    if woke:
                         self.wakeups += 1
             finally:
                 self._close_listener()

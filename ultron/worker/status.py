@@ -41,7 +41,9 @@ class WorkerInfo(BaseModel):
 
 
 class QueueDepth(BaseModel):
-    queue: str = Field(description="segment (sessions), score or extract (segments)")
+    queue: str = Field(
+        description="segment (sessions), score or extract (segments), cluster (new shared memories)"
+    )
     tenant_id: UUID
     ready: int
     waiting: int = Field(description="backing off after a failure")
