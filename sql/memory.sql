@@ -220,17 +220,22 @@ WITH vec AS MATERIALIZED (
     -- The rarest terms while their matches together fit the pool (always at least the rarest one). A
     -- term whose matches would overflow the pool is left out: the index would read all of them (a bitmap
     -- is built whole before the LIMIT) to keep an arbitrary :fts_pool of them.
+    -- None when even the rarest term is common, in at least half of the tenant's memories (no IDF weight
+    -- in classic BM25: ln((N - df + 0.5) / (df + 0.5)) <= 0): a query made only of common words reads
+    -- neither this pool nor the all-terms one, whose postings are most of the store; its phrase pool
+    -- is still read. A term the statistics do not know yet (df 0) can rank.
     SELECT coalesce(string_agg(r.q, ' | '), '') AS q
     FROM (SELECT u.q, sum(u.df) OVER (ORDER BY u.df, u.q ROWS UNBOUNDED PRECEDING) AS upto,
-                 row_number() OVER (ORDER BY u.df, u.q) AS n
+                 row_number() OVER (ORDER BY u.df, u.q) AS n, min(u.df) OVER () AS rarest
           FROM units u WHERE u.kind = 'term') r
-    WHERE r.n = 1 OR r.upto <= :fts_pool
+    WHERE (r.n = 1 OR r.upto <= :fts_pool) AND (r.rarest = 0 OR 2 * r.rarest < (SELECT t.n FROM totals t))
 ), rare_hits AS MATERIALIZED (
     -- The full-text pools, each at most :fts_pool rows. A pool that came back short is whole, and a whole
     -- pool holds the next one's matches: every memory with all the terms has the rarest one (rare_hits),
     -- and one with the phrase has all the terms when phrase_in_all. So the all-terms pool is read only when
-    -- rare_hits may have been cut, and the phrase pool only when the all-terms one may have been: the
-    -- candidates are the same as reading all three, at one GIN scan instead of three on most queries.
+    -- rare_hits may have been cut, and the phrase pool only when the all-terms one may have been (or when
+    -- the query's terms are all common and neither was read, `rare`): the candidates are the same as
+    -- reading all three, at one GIN scan instead of three on most queries.
     SELECT m.id, m.tier, m.thread, m.position, m.occurred_at,
            coalesce(m.last_hit_at, m.created_at) AS last_use, m.search_tsv,
            1 - (m.embedding <=> CAST(:embedding AS vector)) AS vector_similarity
@@ -283,7 +288,7 @@ WITH vec AS MATERIALIZED (
                           1 - (m.embedding <=> CAST(:embedding AS vector)) AS vector_similarity
      FROM memories m
      WHERE CAST(:phrase_q AS text) <> ''
-       AND (NOT CAST(:phrase_in_all AS boolean)
+       AND (NOT CAST(:phrase_in_all AS boolean) OR (SELECT r.q FROM rare r) = ''
             OR ((SELECT count(*) FROM rare_hits) >= :fts_pool AND (SELECT count(*) FROM all_hits) >= :fts_pool))
        AND m.search_tsv @@ to_tsquery('simple', CAST(:phrase_q AS text))
        AND m.tenant_id = :tenant_id AND m.status = 'active'

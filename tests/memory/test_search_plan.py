@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from psycopg import ClientCursor
+from psycopg import ClientCursor, RawCursor
 from psycopg.adapt import PyFormat, Transformer
+from psycopg.rows import namedtuple_row
 from sqlalchemy import text
 
+from ultron.memory.filters import NO_FILTERS_PARAMS
 from ultron.memory.schemas import UploadRequest
 from ultron.memory.search import _SEARCH_SETTINGS, _WALK_SETTING, _raw_sql, _search_sql
 from ultron.sdk import Ultron
@@ -134,6 +136,8 @@ def test_the_full_text_pool_reads_a_pool_only_when_the_one_before_may_have_been_
     for i in range(20):
         add(hub, f"canary flag {i} flipped on host{i}")
     rare = add(hub, "zyxwv deploy billing checksum mismatch")
+    for i in range(12):  # 63 memories: no term is in half of them (a query of such terms reads no pool)
+        add(hub, f"lunch order {i} for the offsite in room{i}")
     with hub.db.session() as s:
         hub.memory.refresh_term_stats(s, local_actor(s).tenant_id)
     # The rare term's pool is whole (1 match): the all-terms and phrase pools hold nothing more; not read.
@@ -148,6 +152,29 @@ def test_the_full_text_pool_reads_a_pool_only_when_the_one_before_may_have_been_
     # A phrase cut at 16 words does not hold every term: its pool is read whatever the others held.
     got, want, ran = _pools(hub, "zyxwv " + " ".join(f"word{i}" for i in range(20)))
     assert got == want == {rare.id} and ran == 1
+
+
+def test_a_query_made_only_of_common_words_reads_only_its_phrase_pool(hub):
+    # 40 memories: deploy and billing are each in 30 (at least half: no IDF weight in classic BM25), five
+    # of them hold "billing deploy" in that order. fulltext_pool 20.
+    for i in range(25):
+        add(hub, f"deploy billing step {i} on node{i}")
+    phrase = {add(hub, f"billing deploy hotfix {i} for shard{i}").id for i in range(5)}
+    for i in range(10):
+        add(hub, f"canary flag {i} flipped on host{i}")
+    with hub.db.session() as s:
+        hub.memory.refresh_term_stats(s, local_actor(s).tenant_id)
+    got, _, ran = _pools(hub, "billing deploy")
+    # Neither the rarest term's pool (20 of billing's 30 holders, an arbitrary cut of most of the store)
+    # nor the all-terms one is read; the phrase pool is.
+    assert got == phrase and ran == 1
+    with hub.db.session() as s:
+        actor = local_actor(s)
+        found = hub.memory.search(s, actor, "billing deploy", limit=5, explain=True)
+    assert {r.record.id for r in found} == phrase
+    # One term that ranks (canary, in 10) and the pools are as before: the rarest term's, whole.
+    got, want, ran = _pools(hub, "billing deploy canary")
+    assert got == want and len(got) == 10 and ran == 0
 
 
 def _explain_generic(raw, sql: str, values: list) -> str:  # type: ignore[no-untyped-def]
@@ -228,3 +255,38 @@ def test_a_small_tenant_among_large_ones_keeps_the_planners_choice(make_hub):
         assert hub.memory._walks_index(s, big.tenant_id)
         assert not hub.memory._walks_index(s, other)  # 1 of 301 memories: its own rows, sorted
     assert small.search_memories("gradle out of memory")
+
+
+def test_the_search_reads_its_rows_in_binary_as_the_same_values_as_text(hub):
+    # _fetch_on_generic_plan asks for binary results (no float formatting and parsing on either side):
+    # every column, the reply's jsonb, the entity names and the counts included, must load as the text
+    # protocol loads it, or the results built from them would differ.
+    for position, turn in enumerate(
+        ["Maya: how long were you without hot water in Lisbon?", "Tom: almost two weeks, 12 days"]
+    ):
+        with hub.db.session() as s:
+            hub.memory.upload(
+                s, local_actor(s), UploadRequest(content=turn, thread="chat-1", position=position)
+            )
+    add(hub, "pg_dump failed with too many open files; raised ulimit -n to 4096")
+    add(hub, "pg_dump failed with too many open files; raised ulimit -n to 4096 again")
+    query = "how long were you without hot water"
+    with hub.db.session() as s:
+        actor = local_actor(s)
+        hub.memory.refresh_term_stats(s, actor.tenant_id)
+        st = hub.settings
+        vector = np.asarray(hub.embedder.embed([query], kind="query")[0], dtype=np.float32)
+        params = hub.memory._search_params(actor, query, vector, None, 10, st)
+        params.update(NO_FILTERS_PARAMS)
+        sql, names = _raw_sql(
+            _search_sql(False, st.search_candidates, st.fulltext_pool), s.get_bind().dialect
+        )
+        raw = s.connection().connection.driver_connection
+        rows = {}
+        for binary in (False, True):
+            cursor = RawCursor(raw, row_factory=namedtuple_row)
+            cursor.execute(sql, [params[name] for name in names], binary=binary)
+            rows[binary] = cursor.fetchall()
+    assert any(r.reply is not None for r in rows[True])  # the question turn came with its reply
+    assert rows[True] == rows[False]
+    assert [[type(v) for v in r] for r in rows[True]] == [[type(v) for v in r] for r in rows[False]]

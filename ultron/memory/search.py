@@ -109,7 +109,9 @@ def _fetch_on_generic_plan(
     with raw.pipeline():
         raw.execute(_SEARCH_SETTINGS.format(ef=int(ef_search)) + (_WALK_SETTING if walk else ""))
         cursor = RawCursor(raw, row_factory=namedtuple_row)
-        cursor.execute(sql, [params[name] for name in names])
+        # binary results: the same values, without parsing ~50 columns of text back here (~0.1 ms of
+        # the client's CPU a search at 10k)
+        cursor.execute(sql, [params[name] for name in names], binary=True)
         if opens:
             raw.commit()
         else:
