@@ -213,7 +213,8 @@ def test_past_the_cap_a_new_cluster_is_indexed_at_once(chub, monkeypatch):  # ty
         fresh = chub.clusters.assign(s, tenant, _memory(s, tenant, v, "s5").id, v)
         assert _stored(s, fresh).centroid is None
         # the worker's cluster step (refresh_clusters, run by the evolution cycle) indexes it
-        assert chub.skills.refresh_clusters(s, tenant) == {"left": 0, "clustered": 0, "indexed": 1, "merged": 0}
+        done = chub.skills.refresh_clusters(s, tenant)
+        assert done == {"left": 0, "clustered": 0, "indexed": 1, "merged": 0}
         assert np.allclose(np.asarray(_stored(s, fresh).centroid), v)
 
 

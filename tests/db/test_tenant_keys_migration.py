@@ -9,6 +9,7 @@ from sqlalchemy import text
 
 from tests.ingestion.conftest import fixture_file
 from tests.skills.test_skills_sdk import FOLDER
+from ultron.clusters.pending import assign_unleased
 from ultron.db.engine import Database
 from ultron.db.migrate import current_revision, downgrade, upgrade_to_head
 from ultron.sdk import Ultron
@@ -81,6 +82,10 @@ def _fill(hub) -> None:  # type: ignore[no-untyped-def]
         (skill_dir / name).parent.mkdir(parents=True, exist_ok=True)
         (skill_dir / name).write_text(body)
     local.upload_skill(skill_dir)
+    # an upload after the last cycle: its cluster joined (the cluster step), waiting for the index
+    local.upload_memory("harpsichord tuning drifts when the quokka pen humidifier cycles", resolution="fix")
+    with hub.db.session() as s:
+        assign_unleased(s, hub.clusters, local_actor(s).tenant_id)
 
 
 def test_a_full_store_at_0011_upgrades_whole_and_downgrades_whole(filled):

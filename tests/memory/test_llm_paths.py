@@ -114,12 +114,15 @@ def test_the_dedup_probe_runs_twice_only_when_a_chat_model_judges(make_hub, fake
     driver (the probe under the lock goes to psycopg directly, in a pipeline with the lock)."""
     import psycopg
 
+    PROBE_MARKS = ("The nearest active memories of one type", "A single upload's dedup")
+
     def probes_per_upload(hub) -> int:  # type: ignore[no-untyped-def]
         seen: list[str] = []
         execute = psycopg.Cursor.execute
 
         def count(cursor, query, *args, **kwargs):  # type: ignore[no-untyped-def]
-            if "The nearest active memories of one type" in str(query):
+            # the probe alone, or inside probe_or_create_memory (a single upload's one round trip)
+            if any(m in str(query) for m in PROBE_MARKS):
                 seen.append(str(query))
             return execute(cursor, query, *args, **kwargs)
 

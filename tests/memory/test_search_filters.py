@@ -240,7 +240,7 @@ def test_each_filter_through_the_cli(store, capsys):
         assert main(argv) == 0, capsys.readouterr().err
         _check(store, flt, expected, json.loads(capsys.readouterr().out))
     capsys.readouterr()
-    assert main(["memory", "search", QUERY, "--after", "yesterday-ish", *remote]) == 1
+    assert main(["memory", "search", QUERY, "--after", "yesterday-ish", *remote]) == 2  # bad input
     err = capsys.readouterr().err
     assert err.startswith("error:") and "occurred_after" in err and len(err.strip().splitlines()) == 1
 

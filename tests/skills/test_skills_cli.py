@@ -54,7 +54,7 @@ def test_search_list_show_history_and_clusters(run, published):  # type: ignore[
     )
     assert one["skill"]["slug"] == slug and one["members"]
     run("skills", "show", "no-such-skill", code=1)
-    run("skills", "show", slug, "--version", "one", code=1)
+    run("skills", "show", slug, "--version", "one", code=2)
 
 
 def test_export_every_skill_then_upload_the_folder_of_them(run, published, tmp_path):  # type: ignore[no-untyped-def]
@@ -70,4 +70,4 @@ def test_export_every_skill_then_upload_the_folder_of_them(run, published, tmp_p
     again = run("skills", "export", str(tmp_path / "one"), "--slug", slugs[0], "--version", "1.0.0")
     assert again.strip().endswith(slugs[0])
     run("skills", "export", str(tmp_path / "x"), "--version", "1.0.0", code=2)
-    run("skills", "upload", str(tmp_path / "nowhere"), code=1)
+    run("skills", "upload", str(tmp_path / "nowhere"), code=2)
