@@ -265,9 +265,12 @@ _KIN = (
     r"grandma|grandmother|grandpa|grandfather|aunt|uncle|cousin|niece|nephew|friend|colleague|boss|manager|"
     r"teammate|neighbou?r|kid|baby|dog|cat"
 )
+# A name is never glued to code after it: "called Option::unwrap()", "called Result.ok()" name nobody.
+_NOT_CODE = r"(?![\w(<]|::|\.\w)"
+_NAME_WORDS = r"[A-Z][a-z]+(?:[ \t][A-Z][a-z]+)?"
 EN_NAMED = (
-    rf"(?i:\b(?:my|our|his|her|their)[ \t]+(?:{_KIN}))[ \t]+(?P<value>[A-Z][a-z]+(?:[ \t][A-Z][a-z]+)?)",
-    r"(?i:\b(?:named|called))[ \t]+(?P<value>[A-Z][a-z]+(?:[ \t][A-Z][a-z]+)?)",
+    rf"(?i:\b(?:my|our|his|her|their)[ \t]+(?:{_KIN}))[ \t]+(?P<value>{_NAME_WORDS}){_NOT_CODE}",
+    rf"(?i:\b(?:named|called))[ \t]+(?P<value>{_NAME_WORDS}){_NOT_CODE}",
 )
 
 
