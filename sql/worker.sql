@@ -9,6 +9,9 @@
 --   fail     a separate short transaction: back off base x 2^(attempts-1), park after max attempts;
 --   park     ready rows whose attempts ran out by lease expiry alone (the worker died each time);
 --   release  at shutdown: leases taken but not started go back, the attempt not counted.
+-- Items come back in the order they are due, and sessions of one upload in the order they happened
+-- (started_at), a session's segments in their order: what the worker derives from them (which duplicate
+-- survives a merge, which cluster a memory starts) is the same on every run over the same data.
 -- `exclude` holds the items that already failed in this drain: one pass never retries them; `tenant_id`
 -- (NULL: every tenant) narrows a drain to one tenant's items (a request that waits on its own work).
 
@@ -20,17 +23,20 @@ WITH picked AS (
       AND (s.lease_expires_at IS NULL OR s.lease_expires_at < now())
       AND s.attempts < :max_attempts AND s.id <> ALL(CAST(:exclude AS uuid[]))
       AND (CAST(:tenant_id AS uuid) IS NULL OR s.tenant_id = CAST(:tenant_id AS uuid))
-    ORDER BY s.next_attempt_at, s.id
+    ORDER BY s.next_attempt_at, s.started_at NULLS LAST, s.id
     LIMIT :limit
     FOR UPDATE SKIP LOCKED
+),
+leased AS (
+    UPDATE sessions s
+    SET lease_owner = :owner,
+        lease_expires_at = now() + make_interval(secs => :lease_seconds),
+        attempts = s.attempts + 1
+    FROM picked
+    WHERE s.id = picked.id
+    RETURNING s.id, s.tenant_id, s.attempts, s.next_attempt_at, s.started_at
 )
-UPDATE sessions s
-SET lease_owner = :owner,
-    lease_expires_at = now() + make_interval(secs => :lease_seconds),
-    attempts = s.attempts + 1
-FROM picked
-WHERE s.id = picked.id
-RETURNING s.id, s.tenant_id, s.attempts
+SELECT id, tenant_id, attempts FROM leased ORDER BY next_attempt_at, started_at NULLS LAST, id
 
 -- name: lease_segments
 WITH picked AS (
@@ -40,17 +46,20 @@ WITH picked AS (
       AND (g.lease_expires_at IS NULL OR g.lease_expires_at < now())
       AND g.attempts < :max_attempts AND g.id <> ALL(CAST(:exclude AS uuid[]))
       AND (CAST(:tenant_id AS uuid) IS NULL OR g.tenant_id = CAST(:tenant_id AS uuid))
-    ORDER BY g.next_attempt_at, g.id
+    ORDER BY g.next_attempt_at, g.session_id, g.segment_index, g.id
     LIMIT :limit
     FOR UPDATE SKIP LOCKED
+),
+leased AS (
+    UPDATE task_segments g
+    SET lease_owner = :owner,
+        lease_expires_at = now() + make_interval(secs => :lease_seconds),
+        attempts = g.attempts + 1
+    FROM picked
+    WHERE g.id = picked.id
+    RETURNING g.id, g.tenant_id, g.attempts, g.next_attempt_at, g.session_id, g.segment_index
 )
-UPDATE task_segments g
-SET lease_owner = :owner,
-    lease_expires_at = now() + make_interval(secs => :lease_seconds),
-    attempts = g.attempts + 1
-FROM picked
-WHERE g.id = picked.id
-RETURNING g.id, g.tenant_id, g.attempts
+SELECT id, tenant_id, attempts FROM leased ORDER BY next_attempt_at, session_id, segment_index, id
 
 -- name: claim_session
 -- Held until the item's transaction ends: nobody else can lease a row this worker is working on.

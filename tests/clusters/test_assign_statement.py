@@ -214,7 +214,7 @@ def test_past_the_cap_a_new_cluster_is_indexed_at_once(chub, monkeypatch):  # ty
         assert _stored(s, fresh).centroid is None
         # the worker's cluster step (refresh_clusters, run by the evolution cycle) indexes it
         done = chub.skills.refresh_clusters(s, tenant)
-        assert done == {"left": 0, "clustered": 0, "indexed": 1, "merged": 0}
+        assert done == {"left": 0, "clustered": 0, "indexed": 1, "merged": 0, "moved": 0}
         assert np.allclose(np.asarray(_stored(s, fresh).centroid), v)
 
 

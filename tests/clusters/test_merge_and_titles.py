@@ -10,7 +10,7 @@ from sqlalchemy import select
 
 from tests.clusters.test_clusters import _basis, _join, _tenant
 from tests.data.make_skill_sessions import MAKE, NGINX, RUST
-from ultron.clusters.merge import merge_small
+from ultron.clusters.merge import merge_small, refine
 from ultron.clusters.signature import error_lines_of, signature, title_of
 from ultron.db.models import ClusterMember, KnowledgeCluster
 
@@ -112,3 +112,48 @@ def test_no_merge_below_the_threshold_or_out_of_a_skill(make_hub):  # type: igno
         for c in s.scalars(select(KnowledgeCluster).where(KnowledgeCluster.tenant_id == tenant)):
             c.skill_slug = "has-a-skill"
         assert merge_small(s, tenant, 0.8, 5) == 0  # a cluster with a skill keeps its members
+
+
+def _a_b_c(dim: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """a; b at 0.82 from it (joins a at 0.8); c at 0.65 from a and 0.93 from b: 0.79 from the pair on
+    average, so it starts its own cluster, though b is closer to c (0.93) than to the rest of its own
+    (0.82)."""
+    a = _basis(dim, 0)
+    b = 0.82 * a + np.sqrt(1 - 0.82**2) * _basis(dim, 1)
+    beta = (0.93 - 0.65 * 0.82) / np.sqrt(1 - 0.82**2)
+    c = 0.65 * a + beta * _basis(dim, 1) + np.sqrt(1 - 0.65**2 - beta**2) * _basis(dim, 2)
+    return a, b, c
+
+
+def test_a_member_closer_to_another_cluster_moves_there(make_hub):  # type: ignore[no-untyped-def]
+    hub = make_hub(cluster_similarity_threshold=0.8)
+    dim = hub.embedder.dimension
+    with hub.db.session() as s:
+        tenant = _tenant(s)
+        a, b, c = _a_b_c(dim)
+        (ma, ca), (mb, cb), (mc, cc) = (_join(hub, s, tenant, v) for v in (a, b, c))
+        assert ca == cb != cc  # arrival order put b with a
+        assert refine(s, hub.clusters, tenant, 0.8) == 1
+        where = dict(s.execute(select(ClusterMember.memory_id, ClusterMember.cluster_id)).all())
+        assert where[mb.id] == where[mc.id] == cc and where[ma.id] == ca
+        joined = s.get(KnowledgeCluster, (cc, tenant), populate_existing=True)
+        assert joined.member_count == 2
+        assert np.allclose(np.asarray(joined.mean, dtype=np.float64), (b + c) / 2, atol=1e-5)
+        alone = s.get(KnowledgeCluster, (ca, tenant), populate_existing=True)
+        assert alone.member_count == 1
+        assert np.allclose(np.asarray(alone.mean, dtype=np.float64), a, atol=1e-5)
+        assert refine(s, hub.clusters, tenant, 0.8) == 0  # settled: b is now where it is closest
+
+
+def test_no_move_below_the_threshold_or_out_of_a_skill(make_hub):  # type: ignore[no-untyped-def]
+    hub = make_hub(cluster_similarity_threshold=0.8)
+    dim = hub.embedder.dimension
+    with hub.db.session() as s:
+        tenant = _tenant(s)
+        a, b, c = _a_b_c(dim)
+        for v in (a, b, c):
+            _join(hub, s, tenant, v)
+        assert refine(s, hub.clusters, tenant, 0.95) == 0  # 0.93 would not have joined c at 0.95
+        for k in s.scalars(select(KnowledgeCluster).where(KnowledgeCluster.tenant_id == tenant)):
+            k.skill_slug = "has-a-skill"
+        assert refine(s, hub.clusters, tenant, 0.8) == 0  # a cluster with a skill keeps its members

@@ -10,6 +10,7 @@ import sys
 import threading
 import time
 from collections import Counter
+from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import func, select, text
 
@@ -19,7 +20,7 @@ from ultron.hub import build_worker
 from ultron.ingestion.schemas import IngestFile
 from ultron.tenancy import authenticate, create_agent, local_actor
 from ultron.worker import queues
-from ultron.worker.queues import SEGMENT, LeasePolicy
+from ultron.worker.queues import SCORE, SEGMENT, LeasePolicy
 from ultron.worker.runner import ITEM_STEPS, Worker
 from ultron.worker.status import worker_status
 
@@ -218,3 +219,32 @@ def test_a_caller_that_waits_drains_only_its_tenant_through_the_same_leases(work
     with hub.db.session() as session:  # my tenant's wait parked nothing of bob's; the worker's own pass does
         assert session.get(SessionRecord, (abandoned, bob.tenant_id)).parked_at is None
         assert queues.park_abandoned(session, LeasePolicy(60.0, hub.settings.worker_max_attempts, 0.0)) == 1
+
+
+def test_sessions_are_leased_in_the_order_they_happened_and_segments_in_order(worker_hub):
+    """Which duplicate survives a merge and which cluster a memory starts follow the order the worker takes
+    items in: the sessions of one upload (due at the same instant) in the order they happened, a session's
+    segments in their order -- not by random id, so the same upload gives the same result on every run."""
+    hub = worker_hub()
+    ingest_sessions(hub, 6)
+    with hub.db.session() as session:
+        ids = session.scalars(select(SessionRecord.id).order_by(SessionRecord.id)).all()
+        start = datetime(2026, 1, 1, tzinfo=UTC)
+        happened = {sid: start + timedelta(hours=h) for sid, h in zip(ids, (4, 0, 5, 2, 1, 3), strict=True)}
+        for sid, at in happened.items():
+            session.execute(
+                text("UPDATE sessions SET started_at = :at, next_attempt_at = now() WHERE id = :id"),
+                {"at": at, "id": sid},
+            )
+    with hub.db.session() as session:
+        leased = queues.lease(session, SEGMENT, "w", LeasePolicy(30, 5, 0.0), limit=6)
+        session.rollback()
+    assert [item.id for item in leased] == sorted(ids, key=happened.__getitem__)
+    build_worker(hub, worker_id="w", steps=RecordingPipeline(hub)).run_cycle(("segment",))
+    with hub.db.session() as session:
+        session.execute(text("UPDATE task_segments SET next_attempt_at = now()"))  # all due at one instant
+        order = {g.id: (g.session_id, g.segment_index) for g in session.scalars(select(TaskSegment)).all()}
+        leased = queues.lease(session, SCORE, "w", LeasePolicy(30, 5, 0.0), limit=len(order))
+        session.rollback()
+    got = [order[item.id] for item in leased]
+    assert len(got) == len(order) > 6 and got == sorted(got)

@@ -23,7 +23,7 @@ import numpy as np
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from ultron.clusters.merge import merge_small
+from ultron.clusters.merge import merge_small, refine
 from ultron.clusters.service import ClusterService
 from ultron.config import Settings
 from ultron.db.engine import Database
@@ -98,15 +98,19 @@ class SkillService:
 
     def refresh_clusters(self, session: Session, tenant_id: UUID) -> dict[str, int]:
         """One tenant's clusters brought up to date: leavers out, unclustered memories in, new clusters
-        into the HNSW index, small clusters merged into the neighbour they would have formed one with."""
+        into the HNSW index, misplaced members moved (`refine`), small clusters merged into the neighbour they
+        would have formed one with."""
         left = self.clusters.sync(session, tenant_id)["left"]
         clustered = self.clusters.run_initial_clustering(session, tenant_id)
         indexed = self.clusters.index_pending(session, tenant_id)
         settings = self.settings
+        # misplaced members moved first (a fragment's true members then merge whole), and again after
+        moved = refine(session, self.clusters, tenant_id, settings.cluster_threshold)
         merged = merge_small(
             session, tenant_id, settings.cluster_threshold, settings.crystallization_threshold
         )
-        return {"left": left, "clustered": clustered, "indexed": indexed, "merged": merged}
+        moved += refine(session, self.clusters, tenant_id, settings.cluster_threshold)
+        return {"left": left, "clustered": clustered, "indexed": indexed, "merged": merged, "moved": moved}
 
     def ready_clusters(self, session: Session, tenant_id: UUID) -> list[tuple[UUID, str]]:
         """(cluster, crystallize | recrystallize) for the tenant's clusters due for a skill version."""
