@@ -200,3 +200,51 @@ def test_the_later_memory_must_state_the_change(make_hub):  # type: ignore[no-un
     done = add(hub, "The Snowflake cutover went well. Only one incident: a timezone bug in the loaders.")
     assert get(hub, plan.id).superseded_by is None
     assert get(hub, done.id).superseded_by is None
+
+
+def _shipped_pairs() -> list[tuple[dict, dict]]:  # type: ignore[type-arg]
+    """Every pair of memories the dedup sets ship (swapped entities, changed numbers, dates, versions,
+    negations, paraphrases; English and Chinese), with the type the upload path would infer."""
+    import json
+    from pathlib import Path
+
+    from ultron.memory.heuristic import infer_type
+
+    data = Path(supersede.__file__).parents[1] / "bench" / "data"
+    pairs = []
+    for name in ("dedup_hard_pairs.jsonl", "dedup_calibration.jsonl"):
+        for line in (data / name).read_text().splitlines():
+            row = json.loads(line)
+            a, b = ({**row[k], "memory_type": infer_type(row[k]["content"])} for k in ("a", "b"))
+            pairs.append((a, b))
+    return pairs
+
+
+def test_a_memory_that_may_not_supersede_is_linked_with_none():
+    """supersede.may_supersede lets an upload skip its supersede probe; it must never skip one that would
+    have linked: over every shipped pair, in both directions, an update implies the newer side may."""
+    pairs = _shipped_pairs()
+    linked = skipped = 0
+    for a, b in pairs:
+        for newer, older in ((a, b), (b, a)):
+            if supersede.updates(newer, older):
+                linked += 1
+                assert supersede.may_supersede(newer), (newer, older)
+            skipped += not supersede.may_supersede(newer)
+    assert len(pairs) > 1000 and linked > 50 and skipped > 0, (len(pairs), linked, skipped)
+
+
+@pytest.mark.parametrize(
+    ("memory", "may"),
+    [
+        ({"content": "Lily loves drawing horses with her grandmother."}, False),  # no value, no change
+        ({"content": "The CI runner uses Python 3.12."}, True),  # a version
+        ({"content": "We switched to spaces for indentation."}, True),  # the change cue
+        ({"content": "预发环境的数据库已经迁到新机器了。"}, True),  # 迁到: the cue
+        ({"content": "Lily loves drawing horses.", "occurred_at": datetime(2026, 1, 2, tzinfo=UTC)}, True),
+        ({"content": "Build fails with exit code 2 in make", "memory_type": "error"}, False),
+        ({"content": "Which host is the staging database on?"}, False),  # a question states no value
+    ],
+)
+def test_which_memories_may_supersede(memory: dict, may: bool) -> None:  # type: ignore[type-arg]
+    assert supersede.may_supersede(memory) is may

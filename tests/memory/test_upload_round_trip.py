@@ -83,9 +83,11 @@ def test_an_upload_near_a_memory_it_does_not_merge_into_gets_its_own_insert(hub,
 def test_the_upload_path_runs_on_prepared_statements(hub):  # type: ignore[no-untyped-def]
     """psycopg prepares a statement from its 5th use on a connection (prepare_threshold): every statement
     of a single upload's hot path (the policy read, the dedup lock, probe_or_create_memory, the supersede
-    probe) is then a named prepared statement the server plans once."""
+    probe) is then a named prepared statement the server plans once (where the tenant walks the index, on
+    the probes' generic plan: tests/memory/test_probe_plan.py). A memory with a value to supersede another
+    (an error report never does: supersede.may_supersede), so its supersede probe is sent."""
     for i in range(8):
-        _upload(hub, UploadRequest(content=f"flaky test number {i} {'x' * i} fails on the CI runner {i * 7}"))
+        _upload(hub, UploadRequest(content=f"the staging cache holds {i} shards {'x' * i} on cache-{i * 7}"))
     with hub.db.session() as s:
         prepared = s.execute(text("SELECT statement FROM pg_prepared_statements")).scalars().all()
     texts = "\n".join(prepared)

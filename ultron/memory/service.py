@@ -33,7 +33,7 @@ from sqlalchemy.orm import Session
 
 from ultron.config import Settings
 from ultron.db.models import ActivityEvent, ClusterQueueItem, Memory, MemoryContribution
-from ultron.db.plans import SORT_DEFAULT, SORT_OFF, WalkCache
+from ultron.db.plans import PROBE_DEFAULT, PROBE_WALK, WalkCache
 from ultron.db.queries import q
 from ultron.errors import Conflict, Forbidden, NotFound, UltronError, ValidationFailed
 from ultron.memory import document, fulltext, ownership, supersede
@@ -466,10 +466,11 @@ class MemoryService(SearchMixin, AccessMixin):
     def _nearest(self, session: Session, actor: Actor, p: _Prepared) -> list[tuple[UUID, float]]:
         walk = self._walks_index(session, actor.tenant_id)
         if walk:
-            session.execute(text(SORT_OFF))
+            session.execute(text(PROBE_WALK))
         rows = session.execute(_nearest_sql(walk), _nearest_params(actor, p)).all()
         if walk:
-            session.execute(text(SORT_DEFAULT))
+            for reset in PROBE_DEFAULT:
+                session.execute(text(reset))
         return [(row.id, float(row.similarity)) for row in rows]
 
     def _locked_nearest(
@@ -490,11 +491,12 @@ class MemoryService(SearchMixin, AccessMixin):
         assert raw is not None  # a checked-out connection always has one; SQLAlchemy types it Optional
         dialect = session.get_bind().dialect
         walk = self._walks_index(session, actor.tenant_id)
+        linking = None
         with raw.pipeline():
             policy = raw.execute(_driver_sql(_TENANT_POLICY, dialect), {"tenant_id": actor.tenant_id})
             raw.execute(_DEDUP_LOCK, (DEDUP_LOCK_NAMESPACE, self._dedup_key(actor, p)))
             if walk:
-                raw.execute(SORT_OFF)
+                raw.execute(PROBE_WALK)
             cursor = raw.cursor(row_factory=namedtuple_row)
             if create is None:
                 cursor.execute(_driver_sql(_nearest_sql(walk), dialect), _nearest_params(actor, p))
@@ -504,17 +506,20 @@ class MemoryService(SearchMixin, AccessMixin):
                 params["soft"] = self.soft_threshold
                 params["policy"] = None if p.policy_seen is None else Jsonb(p.policy_seen)
                 cursor.execute(_driver_sql(_probe_or_create_sql(walk), dialect), params)
-                # The supersede probe of the memory it wrote (no row when it wrote none), same round trip.
-                linking = raw.cursor(row_factory=namedtuple_row)
-                one = {"id": create, "tenant_id": actor.tenant_id, "k": supersede.CANDIDATES}
-                linking.execute(_driver_sql(supersede.candidates_sql(False, walk), dialect), one)
+                # The supersede probe of the memory it wrote (no row when it wrote none), same round trip;
+                # none for a memory no other could be linked with (supersede.may_supersede).
+                if supersede.may_supersede(_superseding_view(p)):
+                    linking = raw.cursor(row_factory=namedtuple_row)
+                    one = {"id": create, "tenant_id": actor.tenant_id, "k": supersede.CANDIDATES}
+                    linking.execute(_driver_sql(supersede.candidates_sql(False, walk), dialect), one)
             if walk:
-                raw.execute(SORT_DEFAULT)
+                for reset in PROBE_DEFAULT:
+                    raw.execute(reset)
         found = policy.fetchone()
         stored = None if found is None else found[0]
         rows = cursor.fetchall()
         if rows and create is not None and rows[0].created:
-            return stored, [], None, (rows[0], linking.fetchall())
+            return stored, [], None, (rows[0], linking.fetchall() if linking is not None else [])
         top = None
         if rows:
             top = {"content": rows[0].content, "context": rows[0].context, "resolution": rows[0].resolution}
@@ -659,7 +664,7 @@ class MemoryService(SearchMixin, AccessMixin):
         walk = self._walks_index(session, actor.tenant_id)
         with raw.cursor() as cursor:
             if walk:
-                cursor.execute(SORT_OFF)
+                cursor.execute(PROBE_WALK)
             cursor.executemany(
                 _driver_sql(_nearest_sql(walk), session.get_bind().dialect),
                 [_nearest_params(actor, p) for p in ps],
@@ -670,7 +675,8 @@ class MemoryService(SearchMixin, AccessMixin):
                 if not cursor.nextset():
                     break
             if walk:
-                cursor.execute(SORT_DEFAULT)
+                for reset in PROBE_DEFAULT:
+                    cursor.execute(reset)
         near = {probe[0][0] for probe in probes if probe and probe[0][1] >= self.soft_threshold - SIM_MARGIN}
         stmt = select(Memory).where(Memory.tenant_id == actor.tenant_id, Memory.id.in_(near))
         return probes, list(session.execute(stmt).scalars()) if near else []
@@ -904,16 +910,31 @@ class MemoryService(SearchMixin, AccessMixin):
         memory.sql, create_memory); the record is built from the row its INSERT returns (its one
         contribution is this one, its agent the uploader) rather than read back. Sent on the driver's
         connection, in the session's transaction, as the dedup probe is: SQLAlchemy's statement execution
-        and row building cost ~0.5 ms of CPU more per upload."""
+        and row building cost ~0.5 ms of CPU more per upload. The new memory's supersede probe goes in the
+        same pipeline (one round trip for both, as in `_locked_nearest`)."""
         memory_id = uuid4()
         raw = session.connection().connection.driver_connection
         assert raw is not None  # a checked-out connection always has one; SQLAlchemy types it Optional
+        dialect = session.get_bind().dialect
+        walk = self._walks_index(session, actor.tenant_id)
         params = _new_memory_params(memory_id, actor, p)
         params["redacted_entities"] = Jsonb(params["redacted_entities"])
-        cursor = raw.cursor(row_factory=namedtuple_row)
-        row = cursor.execute(_driver_sql(_create_memory(), session.get_bind().dialect), params).fetchone()
+        linking = supersede.may_supersede(_superseding_view(p))
+        with raw.pipeline():
+            cursor = raw.cursor(row_factory=namedtuple_row)
+            cursor.execute(_driver_sql(_create_memory(), dialect), params)
+            probe = raw.cursor(row_factory=namedtuple_row)
+            if linking:
+                if walk:
+                    raw.execute(PROBE_WALK)
+                one = {"id": memory_id, "tenant_id": actor.tenant_id, "k": supersede.CANDIDATES}
+                probe.execute(_driver_sql(supersede.candidates_sql(False, walk), dialect), one)
+                if walk:
+                    for reset in PROBE_DEFAULT:
+                        raw.execute(reset)
+        row = cursor.fetchone()
         assert row is not None  # INSERT ... RETURNING of one row
-        return self._created(session, actor, p, row)
+        return self._created(session, actor, p, row, probe.fetchall() if linking else [])
 
     def _created(
         self, session: Session, actor: Actor, p: _Prepared, row: Any, candidates: Any = None

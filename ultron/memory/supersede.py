@@ -33,7 +33,7 @@ from uuid import UUID
 from sqlalchemy import TextClause, text
 from sqlalchemy.orm import Session
 
-from ultron.db.plans import SORT_DEFAULT, SORT_OFF
+from ultron.db.plans import PROBE_DEFAULT, PROBE_WALK
 from ultron.db.queries import q
 from ultron.memory import heuristic, ties
 from ultron.memory.classify import words_of
@@ -107,6 +107,23 @@ def updates(newer: dict[str, Any], older: dict[str, Any]) -> bool:
     return len(shared) >= need and heuristic.containment(terms_a, terms_b) >= UPDATE_CONTAINMENT
 
 
+def may_supersede(new: dict[str, Any]) -> bool:
+    """Whether `updates` could hold between a new memory and any other: False lets an upload skip its
+    supersede probe (an HNSW walk and the checks of CANDIDATES pairs, ~1.2 ms of a 10k-store upload). Exact,
+    from the rule: as the newer side it needs a distinguishing token of its own (a conflict needs one on
+    each side) or the change cue; it is the older side only where it tells when it happened (`occurred_at`,
+    else the upload is the later); neither for an error or security report or a question without an
+    answer."""
+    if new.get("memory_type") in NOT_UPDATES:
+        return False
+    if _ASKS.search(str(new.get("content") or "")) and not str(new.get("resolution") or "").strip():
+        return False
+    if new.get("occurred_at") is not None:
+        return True
+    fields = _fields(new)
+    return _has_cue(_text(fields)) or any(heuristic.distinguishing_tokens(fields).values())
+
+
 def _turn(m: dict[str, Any]) -> bool:
     return m.get("thread") is not None
 
@@ -159,10 +176,11 @@ def candidates_sql(many: bool = False, walk: bool = False) -> TextClause:
 
 def _probe(session: Session, statement: TextClause, params: dict[str, Any], walk: bool) -> Sequence[Any]:
     if walk:
-        session.execute(text(SORT_OFF))
+        session.execute(text(PROBE_WALK))
     rows = session.execute(statement, params).all()
     if walk:
-        session.execute(text(SORT_DEFAULT))
+        for reset in PROBE_DEFAULT:
+            session.execute(text(reset))
     return rows
 
 
@@ -171,6 +189,8 @@ def link_new(
 ) -> UUID | None:
     """Link a just-created memory with the nearest one it updates (or that updates it, when it tells of
     an earlier time): the older one's `superseded_by_id`. The id of the memory linked, if any."""
+    if not may_supersede(new):
+        return None
     params = {"id": memory_id, "tenant_id": tenant_id, "k": CANDIDATES}
     return link_found(
         session, tenant_id, memory_id, new, _probe(session, candidates_sql(False, walk), params, walk)
@@ -196,6 +216,7 @@ def link_new_many(
     (supersede_candidates_many): a memory an earlier link of the batch superseded is no candidate of a
     later one, as in its own probe; when more than BATCH_EXTRA of a memory's candidates dropped out so,
     it makes its own probe."""
+    items = [item for item in items if may_supersede(item[1])]
     if not items:
         return
     params = {
