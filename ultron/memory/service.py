@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from uuid import UUID, uuid4
 
 import numpy as np
+from psycopg import RawCursor
 from psycopg.rows import namedtuple_row
 from psycopg.types.json import Jsonb
 from sqlalchemy import (
@@ -50,7 +51,7 @@ from ultron.memory.schemas import (
     UploadRequest,
     UploadResult,
 )
-from ultron.memory.search import SearchMixin, _driver_sql
+from ultron.memory.search import SearchMixin, _driver_sql, _raw_sql
 from ultron.memory.termstats import TermStatsKeeper
 from ultron.memory.text import MEMORY_TYPES, embedded_fields, embedding_text
 from ultron.observability.metrics import counts_upload, record_upload
@@ -505,7 +506,11 @@ class MemoryService(SearchMixin, AccessMixin):
                 params["redacted_entities"] = Jsonb(params["redacted_entities"])
                 params["soft"] = self.soft_threshold
                 params["policy"] = None if p.policy_seen is None else Jsonb(p.policy_seen)
-                cursor.execute(_driver_sql(_probe_or_create_sql(walk), dialect), params)
+                # `$n` placeholders sent as they are: the statement is over psycopg's 4 KB cache of converted
+                # queries, and converting its `%(name)s` cost ~0.3 ms an upload
+                sql, names = _raw_sql(_probe_or_create_sql(walk), dialect)
+                cursor = RawCursor(raw, row_factory=namedtuple_row)
+                cursor.execute(sql, [params[name] for name in names])
                 # The supersede probe of the memory it wrote (no row when it wrote none), same round trip;
                 # none for a memory no other could be linked with (supersede.may_supersede).
                 if supersede.may_supersede(_superseding_view(p)):
