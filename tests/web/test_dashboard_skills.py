@@ -61,7 +61,9 @@ def test_a_skill_shows_its_versions_skill_md_and_history(hub, client, admin_key,
         ("recrystallize", "published", "1.0.0", "1.1.0"),
         ("crystallize", "published", None, "1.0.0"),
     ]
-    assert detail["history"][0]["old_score"] < detail["history"][0]["new_score"]
+    # not worse (the first version already scores 1.0: the image-worker memory that lowered it to 0.9
+    # moves out of the docker cluster in the refine pass, ultron/clusters/merge.py)
+    assert 0 < detail["history"][0]["old_score"] <= detail["history"][0]["new_score"] == 1.0
 
     older = client.get(f"/api/dashboard/skills/{slug}", params={"version": "1.0.0"}, headers=auth(admin_key))
     older = older.json()
