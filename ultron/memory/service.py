@@ -200,6 +200,21 @@ def _nearest_sql(walk: bool) -> TextClause:
     return text(f"{_PROBE_WALK_MARK}\n{statement.text}") if walk else statement
 
 
+def _send_supersede_probe(raw: Any, dialect: Any, memory_id: UUID, tenant_id: UUID, walk: bool) -> Any:
+    """Send, in the caller's pipeline, the supersede probe of a memory just written in it (its walk
+    settings, when `walk`, set by the caller); the cursor its rows will be read from."""
+    cursor = raw.cursor(row_factory=namedtuple_row)
+    one = {"id": memory_id, "tenant_id": tenant_id, "k": supersede.CANDIDATES}
+    cursor.execute(_driver_sql(supersede.candidates_sql(False, walk), dialect), one)
+    return cursor
+
+
+def _send_probe_default(sender: Any) -> None:
+    """The settings PROBE_WALK changed, back to the connection's (a connection or a cursor sends them)."""
+    for reset in PROBE_DEFAULT:
+        sender.execute(reset)
+
+
 def _superseding_view(p: _Prepared) -> dict[str, Any]:
     """What supersede.updates reads of a new memory."""
     return {**p.fields, "memory_type": p.memory_type, "occurred_at": p.occurred_at, "thread": p.thread}
@@ -514,12 +529,9 @@ class MemoryService(SearchMixin, AccessMixin):
                 # The supersede probe of the memory it wrote (no row when it wrote none), same round trip;
                 # none for a memory no other could be linked with (supersede.may_supersede).
                 if supersede.may_supersede(_superseding_view(p)):
-                    linking = raw.cursor(row_factory=namedtuple_row)
-                    one = {"id": create, "tenant_id": actor.tenant_id, "k": supersede.CANDIDATES}
-                    linking.execute(_driver_sql(supersede.candidates_sql(False, walk), dialect), one)
+                    linking = _send_supersede_probe(raw, dialect, create, actor.tenant_id, walk)
             if walk:
-                for reset in PROBE_DEFAULT:
-                    raw.execute(reset)
+                _send_probe_default(raw)
         found = policy.fetchone()
         stored = None if found is None else found[0]
         rows = cursor.fetchall()
@@ -680,8 +692,7 @@ class MemoryService(SearchMixin, AccessMixin):
                 if not cursor.nextset():
                     break
             if walk:
-                for reset in PROBE_DEFAULT:
-                    cursor.execute(reset)
+                _send_probe_default(cursor)
         near = {probe[0][0] for probe in probes if probe and probe[0][1] >= self.soft_threshold - SIM_MARGIN}
         stmt = select(Memory).where(Memory.tenant_id == actor.tenant_id, Memory.id.in_(near))
         return probes, list(session.execute(stmt).scalars()) if near else []
@@ -928,18 +939,16 @@ class MemoryService(SearchMixin, AccessMixin):
         with raw.pipeline():
             cursor = raw.cursor(row_factory=namedtuple_row)
             cursor.execute(_driver_sql(_create_memory(), dialect), params)
-            probe = raw.cursor(row_factory=namedtuple_row)
+            probe = None
             if linking:
                 if walk:
                     raw.execute(PROBE_WALK)
-                one = {"id": memory_id, "tenant_id": actor.tenant_id, "k": supersede.CANDIDATES}
-                probe.execute(_driver_sql(supersede.candidates_sql(False, walk), dialect), one)
+                probe = _send_supersede_probe(raw, dialect, memory_id, actor.tenant_id, walk)
                 if walk:
-                    for reset in PROBE_DEFAULT:
-                        raw.execute(reset)
+                    _send_probe_default(raw)
         row = cursor.fetchone()
         assert row is not None  # INSERT ... RETURNING of one row
-        return self._created(session, actor, p, row, probe.fetchall() if linking else [])
+        return self._created(session, actor, p, row, probe.fetchall() if probe is not None else [])
 
     def _created(
         self, session: Session, actor: Actor, p: _Prepared, row: Any, candidates: Any = None
