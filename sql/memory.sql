@@ -71,36 +71,16 @@ SELECT * FROM memory
 -- name: probe_or_create_memory
 -- A single upload's dedup probe and, when it finds nothing to merge, its create_memory, in one statement (one
 -- round trip; sent after the dedup lock, in the same pipeline: ultron/memory/service.py, _probe_or_create).
--- `probe`: nearest_same_type. `clear`: no memory of the probe at :soft or above (nothing the decision could
+-- `probe`: nearest_same_type, its CTEs (exact, ann, top) written once, there, and put in place of the marker
+-- line below by ultron/memory/service.py (_probe_or_create_sql): a single upload and a batch probe alike.
+-- `clear`: no memory of the probe at :soft or above (nothing the decision could
 -- merge into: an exact content-hash match scores 1.0) and the tenant's redaction policy still the one the
 -- upload was prepared under (:policy). Then the memory, its contribution, activity and queue row are written
 -- as create_memory writes them, and the one row returned is the memory's (created true); else nothing is
 -- written and the rows are the probe's (created false), nearest first, for the decision to go on from.
-WITH exact AS (
-    SELECT m.id, 1.0::float8 AS similarity
-    FROM memories m
-    WHERE m.tenant_id = :tenant_id AND m.content_hash = :content_hash
-      AND m.memory_type = :memory_type AND m.status = 'active'
-      AND m.scope = :scope
-      AND (m.scope <> 'private' OR m.agent_id = CAST(:agent_id AS uuid))
-      AND (m.scope <> 'group' OR m.group_name = CAST(:group_name AS text))
-    LIMIT 1
-), ann AS (
-    SELECT m.id, 1 - (m.embedding <=> CAST(:embedding AS vector)) AS similarity
-    FROM memories m
-    WHERE m.tenant_id = :tenant_id AND m.memory_type = :memory_type AND m.status = 'active'
-      AND m.scope = :scope
-      AND (m.scope <> 'private' OR m.agent_id = CAST(:agent_id AS uuid))
-      AND (m.scope <> 'group' OR m.group_name = CAST(:group_name AS text))
-    ORDER BY m.embedding <=> CAST(:embedding AS vector)
-    LIMIT :k
-), top AS (
-    SELECT id, max(similarity) AS similarity
-    FROM (SELECT * FROM exact UNION ALL SELECT * FROM ann) c
-    GROUP BY id
-    ORDER BY similarity DESC, id
-    LIMIT :k
-), probe AS MATERIALIZED (
+WITH
+-- nearest_same_type's CTEs
+probe AS MATERIALIZED (
     SELECT t.id, t.similarity, m.content, m.context, m.resolution
     FROM top t
     JOIN memories m ON m.id = t.id AND m.tenant_id = :tenant_id

@@ -95,6 +95,6 @@ def test_the_upload_path_runs_on_prepared_statements(hub):  # type: ignore[no-un
         "pg_advisory_xact_lock",
         "settings -> 'redaction'",
         "clear AS MATERIALIZED",
-        "FROM memories n",
+        "JOIN memories n ON n.id = u.id",
     ):
         assert marker in texts, marker

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -177,16 +178,26 @@ def _unit(vector: Any) -> np.ndarray:
 
 
 _DEDUP_LOCK = "SELECT pg_advisory_xact_lock(%s, %s)"
-# The dedup probe's own walk: the same rule, SORT_OFF sent alone (the probe keeps the connection's plan
-# choice and `hnsw.ef_search`), its text marked as the search's is.
+# The dedup probe's own walk: the same rule, its settings (db/plans.py PROBE_WALK: sorts off, its generic
+# plan) sent with it, its text marked as the search's is (the connection's `hnsw.ef_search` kept).
 _PROBE_WALK_MARK = "-- planned with sorts off: the dedup probe walks the HNSW index"
+# The line of probe_or_create_memory that nearest_same_type's CTEs replace (sql/memory.sql).
+_NEAREST_CTES = "-- nearest_same_type's CTEs"
+_WITH = re.compile(r"^WITH\s+", re.MULTILINE)
 
 
 @cache
 def _probe_or_create_sql(walk: bool) -> TextClause:
-    """probe_or_create_memory as a single upload sends it; `walk` as in `_nearest_sql`."""
-    statement = q("probe_or_create_memory")
-    return text(f"{_PROBE_WALK_MARK}\n{statement.text}") if walk else statement
+    """probe_or_create_memory as a single upload sends it, its probe nearest_same_type's own CTEs (exact,
+    ann, top: one text for the single upload's probe and the batch's); `walk` as in `_nearest_sql`."""
+    nearest = q("nearest_same_type").text
+    head = _WITH.search(nearest)
+    assert head is not None, "nearest_same_type lost its WITH"
+    ctes = nearest[head.end() : nearest.rindex("\nSELECT ")]  # up to its final SELECT
+    statement = q("probe_or_create_memory").text
+    assert statement.count(_NEAREST_CTES) == 1, "probe_or_create_memory lost its marker line"
+    sql = statement.replace(_NEAREST_CTES, f"{ctes.strip()},")
+    return text(f"{_PROBE_WALK_MARK}\n{sql}" if walk else sql)
 
 
 @cache
@@ -204,8 +215,8 @@ def _send_supersede_probe(raw: Any, dialect: Any, memory_id: UUID, tenant_id: UU
     """Send, in the caller's pipeline, the supersede probe of a memory just written in it (its walk
     settings, when `walk`, set by the caller); the cursor its rows will be read from."""
     cursor = raw.cursor(row_factory=namedtuple_row)
-    one = {"id": memory_id, "tenant_id": tenant_id, "k": supersede.CANDIDATES}
-    cursor.execute(_driver_sql(supersede.candidates_sql(False, walk), dialect), one)
+    one = supersede.candidates_params([memory_id], tenant_id)
+    cursor.execute(_driver_sql(supersede.candidates_sql(walk), dialect), one)
     return cursor
 
 

@@ -168,10 +168,15 @@ _WALK_MARK = "-- planned with sorts off: the supersede probe walks the HNSW inde
 
 
 @cache
-def candidates_sql(many: bool = False, walk: bool = False) -> TextClause:
-    """supersede_candidates (`many`: supersede_candidates_many); `walk`: the text planned with sorts off."""
-    statement = q("supersede_candidates_many" if many else "supersede_candidates")
+def candidates_sql(walk: bool = False) -> TextClause:
+    """supersede_candidates_many (one statement for a single upload's memory and a batch's); `walk`: the
+    text planned with sorts off."""
+    statement = q("supersede_candidates_many")
     return text(f"{_WALK_MARK}\n{statement.text}") if walk else statement
+
+
+def candidates_params(memory_ids: list[UUID], tenant_id: UUID, k: int = CANDIDATES) -> dict[str, Any]:
+    return {"ids": memory_ids, "tenant_id": tenant_id, "k": k}
 
 
 def _probe(session: Session, statement: TextClause, params: dict[str, Any], walk: bool) -> Sequence[Any]:
@@ -191,10 +196,8 @@ def link_new(
     an earlier time): the older one's `superseded_by_id`. The id of the memory linked, if any."""
     if not may_supersede(new):
         return None
-    params = {"id": memory_id, "tenant_id": tenant_id, "k": CANDIDATES}
-    return link_found(
-        session, tenant_id, memory_id, new, _probe(session, candidates_sql(False, walk), params, walk)
-    )
+    params = candidates_params([memory_id], tenant_id)
+    return link_found(session, tenant_id, memory_id, new, _probe(session, candidates_sql(walk), params, walk))
 
 
 def link_found(
@@ -219,13 +222,9 @@ def link_new_many(
     items = [item for item in items if may_supersede(item[1])]
     if not items:
         return
-    params = {
-        "ids": [memory_id for memory_id, _ in items],
-        "tenant_id": tenant_id,
-        "k": CANDIDATES + BATCH_EXTRA,
-    }
+    params = candidates_params([memory_id for memory_id, _ in items], tenant_id, CANDIDATES + BATCH_EXTRA)
     by_place: dict[int, list[Any]] = {}
-    for row in _probe(session, candidates_sql(True, walk), params, walk):
+    for row in _probe(session, candidates_sql(walk), params, walk):
         by_place.setdefault(row.ord - 1, []).append(row)
     superseded: set[UUID] = set()
     for place, (memory_id, new) in enumerate(items):
@@ -233,8 +232,8 @@ def link_new_many(
         candidates: Sequence[Any] = [r for r in found if r.id not in superseded][:CANDIDATES]
         if len(candidates) < CANDIDATES and len(found) == CANDIDATES + BATCH_EXTRA:
             # the rest of its candidates lie past the batch's probe
-            one = {"id": memory_id, "tenant_id": tenant_id, "k": CANDIDATES}
-            candidates = _probe(session, candidates_sql(False, walk), one, walk)
+            one = candidates_params([memory_id], tenant_id)
+            candidates = _probe(session, candidates_sql(walk), one, walk)
         linked = _link(session, tenant_id, memory_id, new, candidates)
         if linked is not None:
             superseded.add(linked[1])
