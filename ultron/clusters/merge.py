@@ -62,14 +62,15 @@ def _nearest(session: Session, tenant_id: UUID, cluster_id: UUID, mean: np.ndarr
 def refine(
     session: Session, clusters: ClusterService, tenant_id: UUID, threshold: float, limit: int = REFINE_BATCH
 ) -> int:
-    """Up to `limit` of the tenant's clusters of 2 to REFINE_MAX_MEMBERS members without a skill, largest
-    first: each member closer to another cluster's members on average (its mean, exact, among the clusters
+    """Up to `limit` of the tenant's clusters of 2 to REFINE_MAX_MEMBERS members without a skill, the most
+    recently changed first (a join, a leave or a merge; the others were looked at when they changed): each
+    member closer to another cluster's members on average (its mean, exact, among the clusters
     nearest the own cluster's mean) than to the rest of its own, at or above `threshold`, leaves and is
     assigned again (ClusterService.leave and .assign: exact running means, the join rule); how many moved.
     A cluster of one is left alone (see MERGE_MIN_MEMBERS); so is a member of a cluster with a skill."""
     floor = threshold - SIM_TOLERANCE
     picked = session.execute(
-        select(KnowledgeCluster.id, KnowledgeCluster.mean, KnowledgeCluster.member_count)
+        select(KnowledgeCluster.id, KnowledgeCluster.mean)
         .where(
             KnowledgeCluster.tenant_id == tenant_id,
             KnowledgeCluster.member_count >= MERGE_MIN_MEMBERS,
@@ -77,11 +78,11 @@ def refine(
             KnowledgeCluster.skill_slug.is_(None),
             KnowledgeCluster.mean.is_not(None),
         )
-        .order_by(KnowledgeCluster.member_count.desc(), KnowledgeCluster.id)
+        .order_by(KnowledgeCluster.updated_at.desc(), KnowledgeCluster.id)
         .limit(limit)
     ).all()
     moved = 0
-    for cluster_id, stored_mean, _ in picked:
+    for cluster_id, stored_mean in picked:
         near = _nearest(session, tenant_id, cluster_id, _array(stored_mean))
         if not near:
             continue
@@ -124,8 +125,8 @@ def refine(
                 leaving.append((memory_id, v))
         for memory_id, v in leaving[: n - 1]:  # never the last member: a cluster of one is not refined
             clusters.leave(session, tenant_id, memory_id)
-            clusters.assign(session, tenant_id, memory_id, v)
-            moved += 1
+            # the join rule decides again (its probe starts from the member, not the cluster's mean)
+            moved += clusters.assign(session, tenant_id, memory_id, v) != cluster_id
     return moved
 
 

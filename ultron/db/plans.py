@@ -5,7 +5,8 @@ blind to reading each vector back out of TOAST (docs/ranking.md, "The dense leg"
 The search's dense leg and the dedup probe (memory/service.py) and the cluster assignment's probes
 (clusters/service.py) are then planned with sorts off, each in a statement text of its own (a prepared
 plan is cached under the settings of its first run), with SORT_OFF before and SORT_DEFAULT after it in the
-same transaction. Whether a tenant walks is read from the database per tenant and kept in a WalkCache.
+same transaction (an upload's probes: PROBE_WALK and PROBE_DEFAULT, which also ask for their generic
+plan). Whether a tenant walks is read from the database per tenant and kept in a WalkCache.
 """
 
 from __future__ import annotations
