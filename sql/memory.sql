@@ -18,8 +18,19 @@ WITH exact AS (
 ), ann AS (
     SELECT m.id, 1 - (m.embedding <=> CAST(:embedding AS vector)) AS similarity
     FROM memories m
-    WHERE m.tenant_id = :tenant_id AND m.memory_type = :memory_type AND m.status = 'active'
+    WHERE m.tenant_id = :tenant_id AND m.memory_type = :memory_type AND m.status = 'active' AND m.indexed
       AND m.scope = :scope
+      AND (m.scope <> 'private' OR m.agent_id = CAST(:agent_id AS uuid))
+      AND (m.scope <> 'group' OR m.group_name = CAST(:group_name AS text))
+    ORDER BY m.embedding <=> CAST(:embedding AS vector)
+    LIMIT :k
+), fresh AS (
+    -- the memories not in the HNSW graph yet (new uploads, until the worker indexes them: migration
+    -- 0020), read exactly through ix_memories_unindexed
+    SELECT m.id, 1 - (m.embedding <=> CAST(:embedding AS vector)) AS similarity
+    FROM memories m
+    WHERE m.tenant_id = :tenant_id AND m.status = 'active' AND NOT m.indexed
+      AND m.memory_type = :memory_type AND m.scope = :scope
       AND (m.scope <> 'private' OR m.agent_id = CAST(:agent_id AS uuid))
       AND (m.scope <> 'group' OR m.group_name = CAST(:group_name AS text))
     ORDER BY m.embedding <=> CAST(:embedding AS vector)
@@ -27,7 +38,7 @@ WITH exact AS (
 )
 , top AS (
     SELECT id, max(similarity) AS similarity
-    FROM (SELECT * FROM exact UNION ALL SELECT * FROM ann) c
+    FROM (SELECT * FROM exact UNION ALL SELECT * FROM ann UNION ALL SELECT * FROM fresh) c
     GROUP BY id
     ORDER BY similarity DESC, id
     LIMIT :k
@@ -46,11 +57,16 @@ ORDER BY t.similarity DESC, t.id
 WITH memory AS (
     INSERT INTO memories (id, tenant_id, agent_id, memory_type, content, context, resolution, tags,
                           summary_l0, overview_l1, embedding, content_hash, search_tsv, scope, group_name,
-                          redacted_entities, thread, position, occurred_at)
+                          redacted_entities, thread, position, occurred_at, indexed)
     VALUES (:id, :tenant_id, :agent_id, :memory_type, :content, :context, :resolution, :tags,
             :summary_l0, :overview_l1, CAST(:embedding AS vector), :content_hash,
             to_tsvector('simple', CAST(:search_doc AS text)), :scope, :group_name,
-            :redacted_entities, :thread, :position, :occurred_at)
+            :redacted_entities, :thread, :position, :occurred_at,
+            -- its vector enters the HNSW graph in the worker (migration 0020), unless the tenant already
+            -- has :pending_max memories waiting for it (no worker running): then at once
+            (SELECT count(*) FROM (SELECT 1 FROM memories w WHERE w.tenant_id = :tenant_id
+                                   AND w.status = 'active' AND NOT w.indexed LIMIT :pending_max) w)
+                >= :pending_max)
     RETURNING id, memory_type, content, context, resolution, tags, summary_l0, overview_l1, tier, status,
               scope, group_name, pinned, hit_count, last_hit_at, created_at, updated_at, redacted_entities,
               valence, arousal, thread, position, occurred_at, importance, resolved_at
@@ -73,11 +89,13 @@ SELECT * FROM memory
 -- round trip; sent after the dedup lock, in the same pipeline: ultron/memory/service.py, _probe_or_create).
 -- `probe`: nearest_same_type, its CTEs (exact, ann, top) written once, there, and put in place of the marker
 -- line below by ultron/memory/service.py (_probe_or_create_sql): a single upload and a batch probe alike.
--- `clear`: no memory of the probe at :soft or above (nothing the decision could
--- merge into: an exact content-hash match scores 1.0) and the tenant's redaction policy still the one the
--- upload was prepared under (:policy). Then the memory, its contribution, activity and queue row are written
--- as create_memory writes them, and the one row returned is the memory's (created true); else nothing is
--- written and the rows are the probe's (created false), nearest first, for the decision to go on from.
+-- `clear`: no memory of the probe at :hard or above (nothing the upload would merge into without a judge:
+-- an exact content-hash match scores 1.0) and the tenant's redaction policy still the one the upload was
+-- prepared under (:policy). Then the memory, its contribution, activity and queue row are written as
+-- create_memory writes them, and the rows returned are the memory's (created true) and the probe's at :soft
+-- or above (created false), nearest first: the judge decides on those, and when it merges, the service rolls
+-- the write back to the savepoint it set before this statement (_locked_nearest). Else nothing is written and
+-- the rows are the probe's, nearest first, for the decision to go on from.
 WITH
 -- nearest_same_type's CTEs
 probe AS MATERIALIZED (
@@ -85,17 +103,21 @@ probe AS MATERIALIZED (
     FROM top t
     JOIN memories m ON m.id = t.id AND m.tenant_id = :tenant_id
 ), clear AS MATERIALIZED (
-    SELECT NOT EXISTS (SELECT 1 FROM probe WHERE probe.similarity >= :soft)
+    SELECT NOT EXISTS (SELECT 1 FROM probe WHERE probe.similarity >= :hard)
            AND (SELECT t.settings -> 'redaction' FROM tenants t WHERE t.id = :tenant_id)
                IS NOT DISTINCT FROM CAST(:policy AS jsonb) AS ok
 ), memory AS (
     INSERT INTO memories (id, tenant_id, agent_id, memory_type, content, context, resolution, tags,
                           summary_l0, overview_l1, embedding, content_hash, search_tsv, scope, group_name,
-                          redacted_entities, thread, position, occurred_at)
+                          redacted_entities, thread, position, occurred_at, indexed)
     SELECT :id, :tenant_id, :agent_id, :memory_type, :content, :context, :resolution, :tags,
            :summary_l0, :overview_l1, CAST(:embedding AS vector), :content_hash,
            to_tsvector('simple', CAST(:search_doc AS text)), :scope, :group_name,
-           :redacted_entities, :thread, :position, :occurred_at
+           :redacted_entities, :thread, :position, :occurred_at,
+           -- as create_memory: the HNSW graph entry is the worker's while few are waiting
+           (SELECT count(*) FROM (SELECT 1 FROM memories w WHERE w.tenant_id = :tenant_id
+                                  AND w.status = 'active' AND NOT w.indexed LIMIT :pending_max) w)
+               >= :pending_max
     WHERE (SELECT ok FROM clear)
     RETURNING id, memory_type, content, context, resolution, tags, summary_l0, overview_l1, tier, status,
               scope, group_name, pinned, hit_count, last_hit_at, created_at, updated_at, redacted_entities,
@@ -118,7 +140,7 @@ UNION ALL
 SELECT false, p.similarity, p.id, NULL, p.content, p.context, p.resolution, NULL, NULL, NULL, NULL, NULL,
        NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
 FROM probe p
-WHERE NOT (SELECT ok FROM clear)
+WHERE NOT (SELECT ok FROM clear) OR p.similarity >= :soft
 ORDER BY created DESC, similarity DESC, id
 
 -- name: search_memories
@@ -141,25 +163,54 @@ ORDER BY created DESC, similarity DESC, id
 WITH vec AS MATERIALIZED (
     -- each leg reads what the ranking needs from the row it visits (the vector read out of TOAST once,
     -- here): the scoring pass reads no memory again
-    SELECT m.id, m.tier, m.thread, m.position, m.occurred_at,
-           coalesce(m.last_hit_at, m.created_at) AS last_use, m.search_tsv,
-           1 - (m.embedding <=> CAST(:embedding AS vector)) AS vector_similarity
-    FROM memories m
-    WHERE m.tenant_id = :tenant_id AND m.status = 'active'
-      AND m.tier = CAST(:tier AS text) -- tier
-      AND m.memory_type = ANY(CAST(:f_types AS text[])) -- filter:types
-      AND m.tags && CAST(:f_tags AS text[]) -- filter:tags
-      AND m.agent_id IN (SELECT g.id FROM agents g WHERE g.tenant_id = :tenant_id AND g.name = ANY(CAST(:f_agents AS text[]))) -- filter:agents
-      AND m.scope = ANY(CAST(:f_scopes AS text[])) -- filter:scopes
-      AND m.thread = CAST(:f_thread AS text) -- filter:thread
-      AND coalesce(m.occurred_at, m.created_at) >= CAST(:f_occurred_after AS timestamptz) -- filter:occurred_after
-      AND coalesce(m.occurred_at, m.created_at) < CAST(:f_occurred_before AS timestamptz) -- filter:occurred_before
-      AND m.created_at >= CAST(:f_created_after AS timestamptz) -- filter:created_after
-      AND m.created_at < CAST(:f_created_before AS timestamptz) -- filter:created_before
-      AND (m.scope = 'shared'
-           OR (m.scope = 'private' AND m.agent_id = CAST(:agent_id AS uuid))
-           OR (m.scope = 'group' AND m.group_name = ANY(CAST(:groups AS text[]))))
-    ORDER BY m.embedding <=> CAST(:embedding AS vector)
+    -- the HNSW walk over the memories in the graph, and an exact pass over those not in it yet (new uploads
+    -- until the worker indexes them, migration 0020: ix_memories_unindexed); the :candidates nearest of both
+    SELECT * FROM (
+      (
+        SELECT m.id, m.tier, m.thread, m.position, m.occurred_at,
+               coalesce(m.last_hit_at, m.created_at) AS last_use, m.search_tsv,
+               1 - (m.embedding <=> CAST(:embedding AS vector)) AS vector_similarity
+        FROM memories m
+        WHERE m.tenant_id = :tenant_id AND m.status = 'active' AND m.indexed
+          AND m.tier = CAST(:tier AS text) -- tier
+          AND m.memory_type = ANY(CAST(:f_types AS text[])) -- filter:types
+          AND m.tags && CAST(:f_tags AS text[]) -- filter:tags
+          AND m.agent_id IN (SELECT g.id FROM agents g WHERE g.tenant_id = :tenant_id AND g.name = ANY(CAST(:f_agents AS text[]))) -- filter:agents
+          AND m.scope = ANY(CAST(:f_scopes AS text[])) -- filter:scopes
+          AND m.thread = CAST(:f_thread AS text) -- filter:thread
+          AND coalesce(m.occurred_at, m.created_at) >= CAST(:f_occurred_after AS timestamptz) -- filter:occurred_after
+          AND coalesce(m.occurred_at, m.created_at) < CAST(:f_occurred_before AS timestamptz) -- filter:occurred_before
+          AND m.created_at >= CAST(:f_created_after AS timestamptz) -- filter:created_after
+          AND m.created_at < CAST(:f_created_before AS timestamptz) -- filter:created_before
+          AND (m.scope = 'shared'
+               OR (m.scope = 'private' AND m.agent_id = CAST(:agent_id AS uuid))
+               OR (m.scope = 'group' AND m.group_name = ANY(CAST(:groups AS text[]))))
+        ORDER BY m.embedding <=> CAST(:embedding AS vector)
+        LIMIT :candidates
+      ) UNION ALL (
+        SELECT m.id, m.tier, m.thread, m.position, m.occurred_at,
+               coalesce(m.last_hit_at, m.created_at) AS last_use, m.search_tsv,
+               1 - (m.embedding <=> CAST(:embedding AS vector)) AS vector_similarity
+        FROM memories m
+        WHERE m.tenant_id = :tenant_id AND m.status = 'active' AND NOT m.indexed
+          AND m.tier = CAST(:tier AS text) -- tier
+          AND m.memory_type = ANY(CAST(:f_types AS text[])) -- filter:types
+          AND m.tags && CAST(:f_tags AS text[]) -- filter:tags
+          AND m.agent_id IN (SELECT g.id FROM agents g WHERE g.tenant_id = :tenant_id AND g.name = ANY(CAST(:f_agents AS text[]))) -- filter:agents
+          AND m.scope = ANY(CAST(:f_scopes AS text[])) -- filter:scopes
+          AND m.thread = CAST(:f_thread AS text) -- filter:thread
+          AND coalesce(m.occurred_at, m.created_at) >= CAST(:f_occurred_after AS timestamptz) -- filter:occurred_after
+          AND coalesce(m.occurred_at, m.created_at) < CAST(:f_occurred_before AS timestamptz) -- filter:occurred_before
+          AND m.created_at >= CAST(:f_created_after AS timestamptz) -- filter:created_after
+          AND m.created_at < CAST(:f_created_before AS timestamptz) -- filter:created_before
+          AND (m.scope = 'shared'
+               OR (m.scope = 'private' AND m.agent_id = CAST(:agent_id AS uuid))
+               OR (m.scope = 'group' AND m.group_name = ANY(CAST(:groups AS text[]))))
+        ORDER BY m.embedding <=> CAST(:embedding AS vector)
+        LIMIT :candidates
+      )
+    ) v
+    ORDER BY v.vector_similarity DESC
     LIMIT :candidates
 ), totals AS MATERIALIZED (
     SELECT coalesce(max(t.docs), 0)::float8 AS n, greatest(coalesce(max(t.avg_len), 0), 1)::float8 AS avglen
@@ -456,7 +507,7 @@ SELECT (SELECT t.docs FROM term_totals t WHERE t.tenant_id = :tenant_id) AS docs
 -- The bare pgvector HNSW k-nearest-neighbour query: the benchmark's baseline.
 SELECT m.id
 FROM memories m
-WHERE m.tenant_id = :tenant_id AND m.status = 'active'
+WHERE m.tenant_id = :tenant_id AND m.status = 'active' AND m.indexed
 ORDER BY m.embedding <=> CAST(:embedding AS vector)
 LIMIT :k
 

@@ -314,7 +314,8 @@ FROM shares s
 
 -- name: consolidation_candidates
 -- One keyset page of active memories, each with its nearest active neighbour of the same type and
--- visibility through the HNSW index (a LATERAL k=1 search per memory, never a pairwise matrix);
+-- visibility through the HNSW index (a LATERAL k=1 search per memory, never a pairwise matrix; a memory
+-- the worker has not indexed yet is met as a neighbour at the next pass: migration 0020);
 -- b_id is NULL for a memory with no neighbour, so the page's last id is always returned.
 SELECT m.id AS a_id, n.id AS b_id, n.similarity
 FROM (
@@ -327,7 +328,7 @@ FROM (
 LEFT JOIN LATERAL (
     SELECT o.id, 1 - (o.embedding <=> m.embedding) AS similarity
     FROM memories o
-    WHERE o.tenant_id = :tenant_id AND o.status = 'active' AND o.memory_type = m.memory_type
+    WHERE o.tenant_id = :tenant_id AND o.status = 'active' AND o.indexed AND o.memory_type = m.memory_type
       AND o.scope = m.scope AND o.id <> m.id
       AND (m.scope <> 'private' OR o.agent_id = m.agent_id)
       AND (m.scope <> 'group' OR o.group_name = m.group_name)

@@ -163,6 +163,13 @@ class Memory(Base):
             "position",
             postgresql_where=text("thread IS NOT NULL"),
         ),
+        # A new upload's memory until the worker puts its vector in the HNSW graph (migration 0020): the
+        # exact pass the probes make beside their walk reads these rows only.
+        Index(
+            "ix_memories_unindexed",
+            "tenant_id",
+            postgresql_where=text("status = 'active' AND NOT indexed"),
+        ),
         Index(
             "ix_memories_search_tsv",
             "search_tsv",
@@ -190,6 +197,9 @@ class Memory(Base):
     search_tsv: Mapped[Any] = mapped_column(TSVECTOR, nullable=False)
     tier: Mapped[str] = mapped_column(Text, nullable=False, server_default="warm")
     status: Mapped[str] = mapped_column(Text, nullable=False, server_default="active")
+    # Whether its vector is in the HNSW graph: an upload writes false, the worker's `index` step sets it
+    # (migration 0020); rows written any other way are indexed at once.
+    indexed: Mapped[bool] = mapped_column(Boolean, nullable=False, server_default=text("true"))
     hit_count: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
     last_hit_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     # Companion features (scope, pinning, emotion) are columns from day one so later work needs no rewrite.

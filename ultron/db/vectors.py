@@ -13,6 +13,8 @@ from ultron.errors import EmbeddingModelMismatch
 # HNSW build parameters (pgvector defaults are m=16, ef_construction=64).
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 64
+# The memories in the HNSW graph (migration 0020): the active ones the worker has indexed.
+MEMORY_HNSW_PREDICATE = "status = 'active' AND indexed"
 
 # The Skill Hub's vectors share the profile (migrations 0005, 0007): cluster centroids and skills are
 # searched through HNSW; a cluster's exact mean and a member's join vector are not indexed. After a
@@ -54,11 +56,12 @@ def drop_vector_index(conn: Executes) -> None:
 
 def create_vector_index(conn: Executes) -> None:
     # Partial: every nearest-neighbour query reads active memories only, and archiving a memory (a
-    # non-HOT update) then adds no graph entry -- a rebalance that archives thousands stays cheap.
+    # non-HOT update) then adds no graph entry -- a rebalance that archives thousands stays cheap. A new
+    # upload's memory enters it when the worker sets `indexed` (migration 0020, ultron/memory/indexing.py).
     conn.execute(
         text(
             "CREATE INDEX ix_memories_embedding_hnsw ON memories USING hnsw (embedding vector_cosine_ops) "
-            f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION}) WHERE status = 'active'"
+            f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION}) WHERE {MEMORY_HNSW_PREDICATE}"
         )
     )
     for table, column in EXTRA_HNSW:

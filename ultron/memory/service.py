@@ -38,7 +38,7 @@ from ultron.db.models import ActivityEvent, ClusterQueueItem, Memory, MemoryCont
 from ultron.db.plans import PROBE_DEFAULT, PROBE_WALK, WalkCache
 from ultron.db.queries import q
 from ultron.errors import Conflict, Forbidden, NotFound, UltronError, ValidationFailed
-from ultron.memory import document, fulltext, ownership, supersede
+from ultron.memory import document, fulltext, indexing, ownership, supersede
 from ultron.memory.access import AccessMixin
 from ultron.memory.faithful import disagreements, may_merge_automatically, may_merge_judged
 from ultron.memory.heuristic import conflicts
@@ -66,6 +66,10 @@ log = logging.getLogger(__name__)
 DEDUP_LOCK_NAMESPACE = 0x554C0001
 # How many neighbours the dedup lookup considers.
 DEDUP_NEIGHBOURS = 3
+# The savepoint a single upload sets after its dedup lock and before probe_or_create_memory, which may write
+# the new memory beside one in the soft band; rolled back to when the judge then merges (_undo_speculative).
+_SPECULATIVE = "SAVEPOINT ultron_upload_create"
+_UNDO_SPECULATIVE = "ROLLBACK TO SAVEPOINT ultron_upload_create"
 # A batch item this close below SOFT still takes the single upload's exact path (float32 rounding).
 SIM_MARGIN = 1e-4
 TEXT_FIELDS = ("content", "context", "resolution")
@@ -530,11 +534,15 @@ class MemoryService(SearchMixin, AccessMixin):
             else:
                 params = {**_new_memory_params(create, actor, p), **_nearest_params(actor, p)}
                 params["redacted_entities"] = Jsonb(params["redacted_entities"])
-                params["soft"] = self.soft_threshold
+                params["pending_max"] = indexing.PENDING_MAX
+                params["soft"], params["hard"] = self.soft_threshold, self.hard_threshold
                 params["policy"] = None if p.policy_seen is None else Jsonb(p.policy_seen)
                 # `$n` placeholders sent as they are: the statement is over psycopg's 4 KB cache of converted
                 # queries, and converting its `%(name)s` cost ~0.3 ms an upload
                 sql, names = _raw_sql(_probe_or_create_sql(walk), dialect)
+                # what a merge decided in the soft band rolls back: the statement may write the memory
+                # beside a memory the judge then finds the same (`_upload`)
+                raw.execute(_SPECULATIVE)
                 cursor = RawCursor(raw, row_factory=namedtuple_row)
                 cursor.execute(sql, [params[name] for name in names])
                 # The supersede probe of the memory it wrote (no row when it wrote none), same round trip;
@@ -546,12 +554,14 @@ class MemoryService(SearchMixin, AccessMixin):
         found = policy.fetchone()
         stored = None if found is None else found[0]
         rows = cursor.fetchall()
+        written = None
         if rows and create is not None and rows[0].created:
-            return stored, [], None, (rows[0], linking.fetchall() if linking is not None else [])
+            written = (rows[0], linking.fetchall() if linking is not None else [])
+            rows = rows[1:]  # the probe's memories at SOFT or above, for the judge
         top = None
         if rows:
             top = {"content": rows[0].content, "context": rows[0].context, "resolution": rows[0].resolution}
-        return stored, [(row.id, float(row.similarity)) for row in rows], top, None
+        return stored, [(row.id, float(row.similarity)) for row in rows], top, written
 
     def _fields_of(
         self, session: Session, actor: Actor, memory_id: UUID, known: dict[str, str] | None = None
@@ -764,11 +774,17 @@ class MemoryService(SearchMixin, AccessMixin):
         if not pending:
             return
         created = [(memory_id, req, p) for _, req, p, memory_id in pending]
+        # their graph entries are the worker's while the tenant's waiting ones stay under PENDING_MAX
+        # (ultron/memory/indexing.py); the rest are indexed by this INSERT
+        defer = max(0, indexing.PENDING_MAX - indexing.pending(session, actor.tenant_id))
         rows = session.execute(
             insert(_table(Memory))
             .values(search_tsv=document.tsvector_of("search_doc"))
             .returning(*_RECORD_COLUMNS),
-            [_new_memory_params(memory_id, actor, p) for memory_id, _, p in created],
+            [
+                {**_new_memory_params(memory_id, actor, p), "indexed": i >= defer}
+                for i, (memory_id, _, p) in enumerate(created)
+            ],
         ).all()
         by_id = {row.id: row for row in rows}
         # RETURNING makes SQLAlchemy send the rows as one multi-row INSERT (insertmanyvalues), not one
@@ -868,8 +884,13 @@ class MemoryService(SearchMixin, AccessMixin):
             judged = self._prejudge(session, actor, p)
             known = p.policy_seen is not _NOT_READ
             stored, nearest, top, row = self._locked_nearest(session, actor, p, uuid4() if known else None)
-            if row is not None:  # written by the probe's own statement: nothing near enough to merge into
-                return self._created(session, actor, p, *row)
+            if row is not None:  # written by the probe's own statement: nothing at HARD or above
+                # A memory in the soft band: the judge decides, as `_decide` would; a merge undoes the write.
+                decision = nearest and self._merge_decision(session, actor, p, judged, *nearest[0], top)
+                if not decision:
+                    return self._created(session, actor, p, *row)
+                self._undo_speculative(session, actor.tenant_id)
+                return self._merge(session, actor, p, nearest[0][0], nearest[0][1], decision)
             if p.policy_seen is not _NOT_READ and stored == p.policy_seen:
                 return self._decide(session, actor, p, judged, nearest, top)
             self._use_policy(actor.tenant_id, stored)
@@ -922,15 +943,39 @@ class MemoryService(SearchMixin, AccessMixin):
         """Merge into the nearest memory if it is the same lesson (automatically, or by the judge in the
         soft band); None when the upload is a memory of its own. `known`: that memory's text, when the
         probe read it."""
+        decision = self._merge_decision(session, actor, p, judged, memory_id, sim, known)
+        return None if decision is None else self._merge(session, actor, p, memory_id, sim, decision)
+
+    def _merge_decision(
+        self,
+        session: Session,
+        actor: Actor,
+        p: _Prepared,
+        judged: dict[UUID, bool],
+        memory_id: UUID,
+        sim: float,
+        known: dict[str, str] | None = None,
+    ) -> str | None:
+        """`_merge_into`'s decision alone ("merged", "merged_judge" or None): it writes nothing."""
         if self._automatic(session, actor, p, memory_id, sim, known):
-            return self._merge(session, actor, p, memory_id, sim, "merged")
+            return "merged"
         if sim >= self.soft_threshold:
             same = judged.get(memory_id)
             if same is None:
                 same = self._judge(session, actor, p, memory_id, known)
             if same:
-                return self._merge(session, actor, p, memory_id, sim, "merged_judge")
+                return "merged_judge"
         return None
+
+    def _undo_speculative(self, session: Session, tenant_id: UUID) -> None:
+        """Roll back what probe_or_create_memory wrote after `_SPECULATIVE` (the memory and its rows, the
+        supersede probe's settings' RESETs): the dedup lock, taken before it, is kept."""
+        raw = session.connection().connection.driver_connection
+        assert raw is not None  # a checked-out connection always has one; SQLAlchemy types it Optional
+        with raw.pipeline():
+            raw.execute(_UNDO_SPECULATIVE)
+            if self._walks_index(session, tenant_id):
+                _send_probe_default(raw)
 
     def _create(self, session: Session, actor: Actor, p: _Prepared) -> UploadResult:
         """A new memory with its "created" contribution and its activity row, in one statement (sql/
@@ -946,6 +991,7 @@ class MemoryService(SearchMixin, AccessMixin):
         walk = self._walks_index(session, actor.tenant_id)
         params = _new_memory_params(memory_id, actor, p)
         params["redacted_entities"] = Jsonb(params["redacted_entities"])
+        params["pending_max"] = indexing.PENDING_MAX
         linking = supersede.may_supersede(_superseding_view(p))
         with raw.pipeline():
             cursor = raw.cursor(row_factory=namedtuple_row)

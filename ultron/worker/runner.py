@@ -37,6 +37,7 @@ from ultron.config import Settings
 from ultron.db.engine import Database
 from ultron.db.models import WorkerProcess, WorkerRun
 from ultron.db.queries import q
+from ultron.memory import indexing
 from ultron.memory.service import MemoryService
 from ultron.observability.metrics import record_worker_step
 from ultron.settings_store import RuntimeSettings
@@ -54,7 +55,8 @@ NOTIFY_CHANNEL = "ultron_work"
 # Advisory-lock namespace of the singleton steps (first key of pg_try_advisory_lock(int, int)).
 SINGLETON_LOCK_NAMESPACE = 0x554C0004
 SINGLETON_KEYS = {"rebalance": 1, "evolution": 2, "consolidate": 3}
-ITEM_STEPS = ("segment", "score", "extract", "cluster")
+# `index`: new uploads' vectors into the HNSW graph (ultron/memory/indexing.py), before their clusters.
+ITEM_STEPS = ("segment", "score", "extract", "index", "cluster")
 # Queue rows of the cluster step leased per statement (one tenant's share of them assigned per transaction).
 CLUSTER_BATCH = 500
 CYCLE_STEPS = (*ITEM_STEPS, "rebalance", "evolution", "consolidate")
@@ -189,6 +191,7 @@ class Worker:
             "segment": lambda o: self.drain(SEGMENT, o),
             "score": lambda o: self.drain(SCORE, o),
             "extract": lambda o: self.drain(EXTRACT, o),
+            "index": self.index_memories,
             "cluster": self.assign_clusters,
             "rebalance": self.rebalance,
             "evolution": self.evolve,
@@ -281,6 +284,18 @@ class Worker:
             "memories": sum(len(ids) for ids in memories),
             "failed": sum(c["failed"] + c["parked"] for c in (sessions, scored, extracted)),
         }
+
+    def index_memories(self, outcome: StepOutcome) -> dict[str, Any]:
+        """The index step: the memories uploads stored outside the HNSW graph go into it, the oldest first,
+        INDEX_BATCH per transaction, until none waits (ultron/memory/indexing.py)."""
+        done = 0
+        while not self.stopping:
+            with self.db.session() as session:
+                indexed = indexing.index_pending(session)
+            done += indexed
+            if indexed < indexing.INDEX_BATCH:
+                break
+        return {"indexed": done}
 
     def assign_clusters(self, outcome: StepOutcome, *, tenant_id: UUID | None = None) -> dict[str, Any]:
         """The cluster step: lease the cluster queue CLUSTER_BATCH rows at a time until none is ready, and
@@ -465,8 +480,8 @@ class Worker:
                     elif woke or now >= next_poll:
                         next_poll = now + poll
                         self.run_cycle(ITEM_STEPS, quiet=True)
-                    else:  # new memories wait seconds for their cluster, not a whole poll
-                        self.run_cycle(("cluster",), quiet=True)
+                    else:  # new memories wait seconds for their graph entry and cluster, not a whole poll
+                        self.run_cycle(("index", "cluster"), quiet=True)
                     now = time.monotonic()
                     woke = self.wait_for_work(min(next_poll, next_cycle, now + cluster_poll) - now)
                     if woke:
