@@ -50,6 +50,9 @@ def test_tiny_run_measures_both_systems_side_by_side(pg_server_url, tmp_path, ca
     assert row["mem0"]["stored"] == 100 + warmup + 10
     created = row["ultron_decisions"].get("created", 0)
     assert 100 + created <= row["ultron"]["stored"] <= 100 + warmup + 10
+    # the uploads' HNSW entries were the worker's index step, run and timed apart before the searches
+    assert row["ultron"]["worker_indexed"] == row["ultron"]["stored"] - 100
+    assert row["ultron"]["worker_index_ms"] > 0
     for key in ("upload_p50", "upload_p95", "search_p50", "search_p95"):
         assert row["ratio"][key] == pytest.approx(
             row["ultron"][f"{key}_ms"] / row["mem0"][f"{key}_ms"], rel=0.02

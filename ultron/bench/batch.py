@@ -99,6 +99,7 @@ def run(args: argparse.Namespace) -> int:
     from ultron.bench.core import Corpus, _admin_url, _server
     from ultron.config import Settings
     from ultron.hub import Hub
+    from ultron.memory import indexing
     from ultron.memory.schemas import MAX_BATCH_ITEMS
     from ultron.sdk import Ultron
     from ultron.sdk._local import LocalBackend
@@ -158,6 +159,8 @@ def run(args: argparse.Namespace) -> int:
                     decisions["single"][decision] = decisions["single"].get(decision, 0) + 1
                 if chunk[per_chunk:]:  # untimed: the single-upload store grows as the batch store does
                     clients["single"].upload_batch(chunk[per_chunk:])
+                for hub in hubs.values():  # untimed: what the hub's worker does within seconds (its index
+                    indexing.index_all(hub.db)  # step: the uploads' HNSW entries, ultron/memory/indexing.py)
                 print(f"\r  batches: {n + 1}/{len(chunks)}", end="", file=sys.stderr)
             print(file=sys.stderr)
         finally:

@@ -223,6 +223,8 @@ class Side:
     fill_rate: float = 0.0
     hits: int = 0  # searches that returned at least one result
     stored: int = 0  # rows in its store after the run (the fill, the warm-up and the timed uploads)
+    indexed: int = 0  # Ultron: memories the worker's index step put into the HNSW graph after the uploads
+    index_ms: float = 0.0  # ... and the time it took (not in any upload's time)
 
     def stats(self) -> dict[str, float]:
         return {
@@ -280,6 +282,18 @@ class Pair:
             self.peer.hits += bool(found.get("results"))
 
 
+def index_uploads(pair: Pair) -> None:
+    """What the hub's worker does within seconds of the uploads (its `index` step, every 2 s): their
+    vectors into the HNSW graph (ultron/memory/indexing.py). Timed and reported on its own: it is work
+    mem0's insert does inside the call, moved off Ultron's upload request, not work that vanished."""
+    # start-up: loaded when the command runs, not when the CLI builds its parser
+    from ultron.memory import indexing
+
+    start = time.perf_counter()
+    pair.ultron.indexed = indexing.index_all(pair.hub.db)
+    pair.ultron.index_ms = (time.perf_counter() - start) * 1000.0
+
+
 def _in_turn(i: int, record: bool, ultron: tuple[Any, Any], mem0: tuple[Any, Any]) -> None:
     """Ultron first on even rounds, mem0 first on odd ones: neither always finds the other's pages cached."""
     for call, arg in (ultron, mem0) if i % 2 == 0 else (mem0, ultron):
@@ -298,6 +312,8 @@ def measure(pairs: list[Pair], corpus: Any, uploads: int, searches: int, warmup:
             _in_turn(i, record, (p.ultron_upload, fields), (p.mem0_upload, text))
         print(f"\r  uploads: {i + 1}/{warmup + uploads}", end="", file=sys.stderr)
     print(file=sys.stderr)
+    for p in pairs:
+        index_uploads(p)
     for i in range(warmup + searches):
         query, record = corpus.query(corpus.memory()), i >= warmup
         for p in pairs:
@@ -318,6 +334,8 @@ def report_rows(pairs: list[Pair]) -> list[dict[str, Any]]:
                     "fill_per_s": round(p.ultron.fill_rate),
                     "searches_with_hits": p.ultron.hits,
                     "stored": p.ultron.stored,
+                    "worker_indexed": p.ultron.indexed,
+                    "worker_index_ms": round(p.ultron.index_ms, 2),
                 },
                 "mem0": {
                     **m,
@@ -364,6 +382,19 @@ def format_report(rows: list[dict[str, Any]], dimension: int, uploads: int, sear
     lines.append(
         "ratio = Ultron / mem0 in this run (<= 1.00x: Ultron at or below mem0). Ultron's uploads: "
         + ", ".join(f"{r['size']}: {r['ultron_decisions']}" for r in rows)
+    )
+    lines.append(
+        "Ultron's worker then put the uploads into the HNSW graph (its `index` step, off the upload request; "
+        "before the searches): "
+        + ", ".join(
+            f"{r['size']}: {r['ultron']['worker_indexed']} in {r['ultron']['worker_index_ms']:.1f} ms"
+            + (
+                f" ({r['ultron']['worker_index_ms'] / r['ultron']['worker_indexed']:.2f} ms each)"
+                if r["ultron"]["worker_indexed"]
+                else ""
+            )
+            for r in rows
+        )
     )
     return "\n".join(lines)
 

@@ -15,10 +15,13 @@ PENDING_MAX memories waiting (a hub whose worker is not running: `ultron serve -
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from uuid import UUID
 
 from sqlalchemy import text
 from sqlalchemy.orm import Session
+
+from ultron.db.engine import Database
 
 # The most memories of one tenant the probes read by an exact pass (each search reads them all): past it
 # uploads write their graph entry themselves, as before migration 0020.
@@ -60,3 +63,16 @@ def index_pending(session: Session, limit: int = INDEX_BATCH) -> int:
     The caller commits."""
     result = session.execute(_INDEX_PENDING, {"limit": limit})
     return int(result.rowcount or 0)  # type: ignore[attr-defined]  # a CursorResult for an UPDATE
+
+
+def index_all(db: Database, stopping: Callable[[], bool] = lambda: False) -> int:
+    """`index_pending` a transaction at a time until none waits (or `stopping()`); how many were indexed.
+    The worker's `index` step, and the benchmarks' stand-in for it between their uploads and searches."""
+    done = 0
+    while not stopping():
+        with db.session() as session:
+            indexed = index_pending(session)
+        done += indexed
+        if indexed < INDEX_BATCH:
+            break
+    return done

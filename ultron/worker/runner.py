@@ -288,14 +288,7 @@ class Worker:
     def index_memories(self, outcome: StepOutcome) -> dict[str, Any]:
         """The index step: the memories uploads stored outside the HNSW graph go into it, the oldest first,
         INDEX_BATCH per transaction, until none waits (ultron/memory/indexing.py)."""
-        done = 0
-        while not self.stopping:
-            with self.db.session() as session:
-                indexed = indexing.index_pending(session)
-            done += indexed
-            if indexed < indexing.INDEX_BATCH:
-                break
-        return {"indexed": done}
+        return {"indexed": indexing.index_all(self.db, lambda: self.stopping)}
 
     def assign_clusters(self, outcome: StepOutcome, *, tenant_id: UUID | None = None) -> dict[str, Any]:
         """The cluster step: lease the cluster queue CLUSTER_BATCH rows at a time until none is ready, and
