@@ -60,6 +60,29 @@ def test_failures_without_an_exception_name_are_errors(text: str) -> None:
     assert infer_type(text) == "error"
 
 
+# Stop 26's trial as a new user: a make failure uploaded as a memory was typed `pattern` (make's fatal
+# lines have no exception name and no "error:"), and one explaining it with make's own word "recipe" was
+# typed `life` (the food word). The lines below are as GNU make, CMake and bash print them.
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Makefile:3: *** missing separator.  Stop.",
+        "make: *** [Makefile:12: build] Error 2",
+        "make: *** No rule to make target 'install'.  Stop.",
+        "make: *** missing separator. Stop. The recipe line starts with spaces, not a tab",
+        "CMake Error at CMakeLists.txt:4 (find_package): Could not find a package configuration file",
+        "bash: ./deploy.sh: Permission denied",
+    ],
+)
+def test_build_tools_fatal_lines_are_errors(text: str) -> None:
+    assert infer_type(text) == "error"
+
+
+def test_a_makefile_recipe_is_not_a_cooking_recipe() -> None:
+    assert infer_type("Makefile recipe lines must start with a tab, not spaces") != "life"
+    assert infer_type("Grandma's recipe for plum cake needs a day") == "life"
+
+
 @pytest.mark.parametrize(
     "turn",
     [

@@ -83,7 +83,10 @@ _TYPE_RULES: list[tuple[str, re.Pattern[str]]] = [
             r"|\bsegfault|\bsegmentation fault|\bcore dumped|\bpanic:|\bpanicked at\b|\boom-?killed\b"
             r"|\bsig(segv|abrt|bus|fpe|ill)\b|(?<!running )(?<!run )\bout of memory\b"
             r"|\bbad gateway\b|\bconnection (?:refused|reset)\b|\btimed out\b"
-            r"|\bexit (code|status) [1-9]|\bstack ?trace)"
+            r"|\bexit (code|status) [1-9]|\bstack ?trace"
+            # build tools' fatal lines without an exception name: GNU make's "*** ... Stop." and
+            # "*** [target] Error 2", CMake's "CMake Error at", a shell's "Permission denied"
+            r"|\*\*\*[^\n]{0,200}?(?:\bstop\.|\berror \d+)|\bcmake error\b|\bpermission denied\b)"
             r"|报错|失败|异常|崩溃|出错|闪退|宕机|段错误|内存溢出|错误信息|错误码|错误[:：]"
         ),
     ),
@@ -107,7 +110,9 @@ _TYPE_RULES: list[tuple[str, re.Pattern[str]]] = [
         "life",
         re.compile(
             r"(?i:\b(travel\w*|trip|flights?|airport|airline|boarding|seats?|luggage|visa|hotel|restaurant"
-            r"|food|recipe|cooking|diet|health(?! ?check)|exercise|workout|commute|jet lag)\b)"
+            # not a Makefile's "recipe lines" / "recipe prefix" / "recipe commands"
+            r"|food|(?<!makefile )(?<!make )recipe(?!s? (?:lines?|prefix|commands?)\b)|cooking|diet"
+            r"|health(?! ?check)|exercise|workout|commute|jet lag)\b)"
             r"|生活|旅行|旅游|乘机|航班|机场|选座|行李|签证|酒店|餐厅|饮食|美食|做饭|健康|睡眠|运动|通勤|"
             + _LIFE_PERSONAL
         ),
