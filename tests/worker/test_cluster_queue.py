@@ -9,7 +9,7 @@ import time
 from sqlalchemy import func, select, text
 
 from ultron.bench.core import Corpus
-from ultron.db.models import ClusterMember, ClusterQueueItem
+from ultron.db.models import ClusterMember, ClusterQueueItem, Memory
 from ultron.db.queries import q
 from ultron.hub import build_worker
 from ultron.sdk import Ultron
@@ -127,6 +127,9 @@ def test_the_running_worker_assigns_a_new_memory_within_seconds(worker_hub):  # 
         while record.id not in _members(hub):
             assert time.monotonic() - start < 10, "the worker left the new memory without a cluster"
             time.sleep(0.05)
+        # the same poll put its vector into the HNSW graph (the `index` step runs before `cluster`)
+        with hub.db.session() as s:
+            assert s.execute(select(Memory.indexed).where(Memory.id == record.id)).scalar_one()
     finally:
         worker.stop()
         thread.join(timeout=30)
