@@ -886,10 +886,12 @@ class MemoryService(SearchMixin, AccessMixin):
             stored, nearest, top, row = self._locked_nearest(session, actor, p, uuid4() if known else None)
             if row is not None:  # written by the probe's own statement: nothing at HARD or above
                 # A memory in the soft band: the judge decides, as `_decide` would; a merge undoes the write.
-                decision = nearest and self._merge_decision(session, actor, p, judged, *nearest[0], top)
-                if not decision:
+                decision = None
+                if nearest:
+                    decision = self._merge_decision(session, actor, p, judged, *nearest[0], top)
+                if decision is None:
                     return self._created(session, actor, p, *row)
-                self._undo_speculative(session, actor.tenant_id)
+                self._undo_speculative(session)
                 return self._merge(session, actor, p, nearest[0][0], nearest[0][1], decision)
             if p.policy_seen is not _NOT_READ and stored == p.policy_seen:
                 return self._decide(session, actor, p, judged, nearest, top)
@@ -967,15 +969,15 @@ class MemoryService(SearchMixin, AccessMixin):
                 return "merged_judge"
         return None
 
-    def _undo_speculative(self, session: Session, tenant_id: UUID) -> None:
-        """Roll back what probe_or_create_memory wrote after `_SPECULATIVE` (the memory and its rows, the
-        supersede probe's settings' RESETs): the dedup lock, taken before it, is kept."""
+    def _undo_speculative(self, session: Session) -> None:
+        """Roll back what probe_or_create_memory wrote after `_SPECULATIVE` (the memory and its rows, and the
+        RESETs of the probe's settings that followed it): the dedup lock, taken before it, is kept. The
+        settings are put back again (a RESET of a setting the probe did not change does nothing)."""
         raw = session.connection().connection.driver_connection
         assert raw is not None  # a checked-out connection always has one; SQLAlchemy types it Optional
         with raw.pipeline():
             raw.execute(_UNDO_SPECULATIVE)
-            if self._walks_index(session, tenant_id):
-                _send_probe_default(raw)
+            _send_probe_default(raw)
 
     def _create(self, session: Session, actor: Actor, p: _Prepared) -> UploadResult:
         """A new memory with its "created" contribution and its activity row, in one statement (sql/
