@@ -29,43 +29,10 @@ WHERE m.tenant_id = :tenant_id AND m.status = 'active' AND m.tier = 'hot' AND NO
 ORDER BY similarity DESC NULLS LAST, m.importance DESC, m.hit_count DESC, m.id
 LIMIT :limit
 
--- name: brief_personal_near
--- What the hub knows about the person (life events, preferences) that is neither pinned nor HOT (those have
--- their sections), nearest to the task hint first: through the HNSW index, whose iterative scan keeps
--- walking until :limit rows pass the filter.
--- With the memories not in the HNSW graph yet (migration 0020) by an exact pass beside the walk.
-SELECT b.* FROM (
-  (
-    SELECT m.id, m.memory_type, m.summary_l0, m.content, m.resolution, m.tier, m.hit_count,
-           1 - (m.embedding <=> CAST(:embedding AS vector)) AS similarity
-    FROM memories m
-    WHERE m.tenant_id = :tenant_id AND m.status = 'active' AND m.indexed AND m.tier <> 'hot' AND NOT m.pinned
-      AND m.resolved_at IS NULL
-      AND m.memory_type = ANY(CAST(:types AS text[]))
-      AND (m.scope = 'shared'
-           OR (m.scope = 'private' AND m.agent_id = CAST(:agent_id AS uuid))
-           OR (m.scope = 'group' AND m.group_name = ANY(CAST(:groups AS text[]))))
-    ORDER BY m.embedding <=> CAST(:embedding AS vector), m.id
-    LIMIT :limit
-  ) UNION ALL (
-    SELECT m.id, m.memory_type, m.summary_l0, m.content, m.resolution, m.tier, m.hit_count,
-           1 - (m.embedding <=> CAST(:embedding AS vector)) AS similarity
-    FROM memories m
-    WHERE m.tenant_id = :tenant_id AND m.status = 'active' AND NOT m.indexed AND m.tier <> 'hot' AND NOT m.pinned
-      AND m.resolved_at IS NULL
-      AND m.memory_type = ANY(CAST(:types AS text[]))
-      AND (m.scope = 'shared'
-           OR (m.scope = 'private' AND m.agent_id = CAST(:agent_id AS uuid))
-           OR (m.scope = 'group' AND m.group_name = ANY(CAST(:groups AS text[]))))
-    ORDER BY m.embedding <=> CAST(:embedding AS vector), m.id
-    LIMIT :limit
-  )
-) b
-ORDER BY b.similarity DESC, b.id
-LIMIT :limit
-
 -- name: brief_personal_used
--- The same without a task hint: the most used first, then the most recently used.
+-- What the hub knows about the person (life events, preferences) that is neither pinned nor HOT (those have
+-- their sections), for a brief without a task (with one, the brief's personal items are those its search
+-- finds): the most used first, then the most recently used.
 SELECT m.id, m.memory_type, m.summary_l0, m.content, m.resolution, m.tier, m.hit_count,
        NULL::float8 AS similarity
 FROM memories m

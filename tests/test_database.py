@@ -22,7 +22,6 @@ EXPECTED_QUERIES |= {"move_memory_sources"}
 EXPECTED_QUERIES |= {
     "brief_pinned",
     "brief_hot",
-    "brief_personal_near",
     "brief_personal_used",
     "ripple_from",
     "prune_ripples",

@@ -6,9 +6,10 @@ at once without it. An upload now stores its memory with `indexed` false; the HN
 rows with `indexed` true (its predicate: `status = 'active' AND indexed`), so that INSERT writes no graph
 entry. The worker's `index` step sets `indexed` in batches (ultron/memory/indexing.py) and the graph insert
 happens there. Until then every nearest-neighbour probe that must see the memory at once (search's dense
-leg, the dedup probe, the supersede probe, the brief) reads the tenant's unindexed memories by an exact
-pass through the partial index `ix_memories_unindexed` beside its HNSW walk; an upload indexes its memory
-itself when its tenant already has PENDING_MAX waiting (no worker running), so that pass stays short.
+leg, which the brief's task items also come from, the dedup probe, the supersede probe) reads the tenant's
+unindexed memories by an exact pass through the partial index `ix_memories_unindexed` beside its HNSW
+walk; an upload indexes its memory itself when its tenant already has PENDING_MAX waiting (no worker
+running), so that pass stays short.
 
 On upgrade every existing memory is indexed (the column's default, true: no row is rewritten) and the HNSW
 index is rebuilt with the new predicate (minutes on a large store). Downgrade rebuilds it with the old

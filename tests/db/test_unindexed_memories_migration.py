@@ -47,7 +47,7 @@ def test_a_full_store_at_0019_upgrades_whole_and_back(filled):  # type: ignore[n
         assert _rows(filled, at_0019) == before
         with psycopg.connect(filled) as conn:
             assert conn.execute("SELECT count(*) FROM memories WHERE NOT indexed").fetchone() == (0,)
-            # a memory waiting for the worker when the store is downgraded is in the old index at once
+            # a memory still waiting for the worker when the store is downgraded comes back whole too
             conn.execute(
                 "UPDATE memories SET indexed = false WHERE id = (SELECT min(id::text)::uuid FROM memories)"
             )

@@ -129,10 +129,9 @@ class CompanionService:
         personal: Sequence[Any] = []
         if st.brief_personal_limit > 0 and task is None:  # with a task, only the personal items it finds
             personal = session.execute(
-                q("brief_personal_used" if vector is None else "brief_personal_near"),
+                q("brief_personal_used"),
                 {
                     **params,
-                    "embedding": vector,
                     "types": list(BRIEF_PERSONAL_TYPES),
                     "limit": st.brief_personal_limit,
                 },

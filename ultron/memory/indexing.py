@@ -5,8 +5,8 @@ memories, 4 ms at 100k on a 2-core box), and nobody waits for it: an upload stor
 `indexed` false, which the HNSW index's predicate leaves out, and the worker's `index` step sets it for a
 batch at a time (`index_pending`), which is when the graph insert happens. Until then every probe that
 must see the memory at once reads the tenant's unindexed memories exactly, beside its HNSW walk: search's
-dense leg, the dedup probe, the supersede probe and the brief (sql/memory.sql, sql/supersede.sql,
-sql/companion.sql; the partial index ix_memories_unindexed holds only those rows).
+dense leg (the brief's task items too), the dedup probe and the supersede probe (sql/memory.sql,
+sql/supersede.sql; the partial index ix_memories_unindexed holds only those rows).
 
 That exact pass must stay short, so an upload indexes its own memory at once when its tenant already has
 PENDING_MAX memories waiting (a hub whose worker is not running: `ultron serve --no-worker` and no
