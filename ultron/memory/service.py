@@ -35,6 +35,7 @@ from sqlalchemy.orm import Session
 
 from ultron.config import Settings
 from ultron.db.models import ActivityEvent, ClusterQueueItem, Memory, MemoryContribution
+from ultron.db.pipeline import transaction_pipeline
 from ultron.db.plans import PROBE_DEFAULT, PROBE_WALK, WalkCache
 from ultron.db.queries import q
 from ultron.errors import Conflict, Forbidden, NotFound, UltronError, ValidationFailed
@@ -523,7 +524,7 @@ class MemoryService(SearchMixin, AccessMixin):
         dialect = session.get_bind().dialect
         walk = self._walks_index(session, actor.tenant_id)
         linking = None
-        with raw.pipeline():
+        with transaction_pipeline(raw):  # the BEGIN, when it opens the transaction, goes with the rest
             policy = raw.execute(_driver_sql(_TENANT_POLICY, dialect), {"tenant_id": actor.tenant_id})
             raw.execute(_DEDUP_LOCK, (DEDUP_LOCK_NAMESPACE, self._dedup_key(actor, p)))
             if walk:
