@@ -310,14 +310,21 @@ class Probe:
 def measure(probes: list[Probe], corpus: Corpus, uploads: int, queries: int, progress: Any = None) -> None:
     """Interleave every measurement across the sizes (and search with kNN), so that a noisy machine's
     load drifts over all of them alike and the ratios stay meaningful."""
+    # What the hub's worker does within seconds (its `index` step, every `worker_cluster_poll_seconds`):
+    # the uploads' vectors into the HNSW graph (ultron/memory/indexing.py), between two uploads at that
+    # cadence and once more before the searches; not part of any timed upload or search.
+    poll = probes[0].hub.settings.worker_cluster_poll_seconds if probes else 2.0
+    next_index = time.monotonic() + poll
     for n in range(uploads):
         fields = corpus.memory()
         for p in probes:
             p.upload(UploadRequest(**fields))
+        if time.monotonic() >= next_index:
+            for p in probes:
+                indexing.index_all(p.hub.db)
+            next_index = time.monotonic() + poll
         if progress:
             progress(n + 1, uploads, "uploads")
-    # What the hub's worker does within seconds (its `index` step): the uploads' vectors into the HNSW
-    # graph, before the searches (ultron/memory/indexing.py); not part of any timed upload or search.
     for p in probes:
         indexing.index_all(p.hub.db)
     for i in range(queries):
