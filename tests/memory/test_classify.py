@@ -80,6 +80,38 @@ def test_build_tools_fatal_lines_are_errors(text: str) -> None:
 
 def test_a_makefile_recipe_is_not_a_cooking_recipe() -> None:
     assert infer_type("Makefile recipe lines must start with a tab, not spaces") != "life"
+
+
+# Stop 27: an upload about test isolation ("pytest fixtures ... leak state between database tests") was
+# typed `security`: any "leak" was. What leaks decides: a secret or people's data is security; memory,
+# goroutines, file descriptors, state between tests or a tap are not.
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The AWS access key leaked in a public GitHub commit",
+        "We found a data leak: customer emails were exposed via the export endpoint",
+        "tokens were leaking into the nginx access logs",
+        "the staging password was leaked on Slack",
+        "a DNS leak on the VPN showed our real resolver",
+        "API密钥泄露到了公开仓库",
+    ],
+)
+def test_a_leaked_secret_is_security(text: str) -> None:
+    assert infer_type(text) == "security"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "pytest fixtures with scope=session leak state between database tests",
+        "the goroutine leak grew the heap to 4 GB",
+        "file descriptors leak when the client never closes the socket",
+        "a memory leak in the image resizer",
+        "内存泄漏导致服务重启",
+    ],
+)
+def test_a_leak_of_no_secret_is_not_security(text: str) -> None:
+    assert infer_type(text) != "security"
     assert infer_type("Grandma's recipe for plum cake needs a day") == "life"
 
 

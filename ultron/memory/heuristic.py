@@ -61,6 +61,20 @@ _PREFERENCE_PERSONAL = (
     r"|以后[^。\n]{0,10}(?:用|叫|别|不要)|不要在回复|请[^。\n]{0,6}写"
 )
 
+# A leak is a security matter when what leaks is a secret or people's data ("the API key leaked", "a data
+# leak", "tokens leaking into the logs"); a memory, goroutine or file-descriptor leak, state leaking between
+# tests or a leaking tap are not.
+_LEAKED = (
+    r"(?:secrets?|(?:api |access |private |ssh )?keys?|tokens?|passwords?|credentials?|data|pii|information"
+    r"|emails?)"
+)
+_SECRET_LEAK = (
+    r"(?:\b(?:data|information|info|secret|credential|token|key|password|pii|privacy|dns|ip)s?"
+    r" leak(?:s|ed|ing|age)?\b"
+    r"|\bleak(?:s|ed|ing|age)?(?: of)? (?:\w+ ){0,3}?" + _LEAKED + r"\b"
+    r"|\b" + _LEAKED + r" (?:\w+ ){0,3}?leak(?:s|ed|ing)\b)"
+)
+
 # Checked in this order; the first type with a hit wins. Security outranks error (a leaked key found
 # through a stack trace is a security memory); error outranks the softer kinds. Error markers are the
 # unambiguous ones (exception names, "failed", 报错): plain "wrong" or 错误 also mark corrections.
@@ -69,10 +83,9 @@ _TYPE_RULES: list[tuple[str, re.Pattern[str]]] = [
         "security",
         re.compile(
             r"(?i:\bcve-\d{4}-\d+|\b(xss|ssrf|csrf|rce|xxe|phishing|malware|ransomware|backdoor|trojan)\b"
-            r"|(?<!dependency )injection\b|(?<!memory )\bleak(s|ed|ing|age)?\b"
-            r"|\bvulnerab|\bexploit|privilege escalation"
+            r"|(?<!dependency )injection\b|" + _SECRET_LEAK + r"|\bvulnerab|\bexploit|privilege escalation"
             r"|\bcredentials? (were |was )?(exposed|leaked|stolen|committed))"
-            r"|漏洞|泄露|泄漏|木马|注入|钓鱼|提权|后门|越权|恶意|攻击|勒索"
+            r"|漏洞|泄露|(?<!内存)泄漏|木马|注入|钓鱼|提权|后门|越权|恶意|攻击|勒索"
         ),
     ),
     (
