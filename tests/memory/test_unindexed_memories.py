@@ -114,3 +114,46 @@ def test_a_batch_defers_only_what_fits_under_pending_max(hub, monkeypatch):  # t
     with hub.db.session() as s:
         assert indexing.pending(s, actor.tenant_id) == 0
         assert s.execute(text("SELECT count(*) FROM memories WHERE NOT indexed")).scalar_one() == 0
+
+
+def test_a_merge_that_adds_text_leaves_the_new_row_versions_graph_entry_to_the_worker(hub):  # type: ignore[no-untyped-def]
+    with hub.db.session() as s:
+        actor = local_actor(s)
+    for other in OTHERS:
+        _upload(hub, actor, other)
+    first = _upload(hub, actor, LESSON, context="CI", resolution="use function-scoped fixtures")
+    indexing.index_all(hub.db)
+    assert _indexed(hub, first.record.id)
+
+    # The same upload again adds no text: a HOT update (hit, updated_at), the graph entry kept.
+    same = _upload(hub, actor, LESSON, context="CI", resolution="use function-scoped fixtures")
+    assert same.decision == "merged" and same.record.id == first.record.id
+    assert _indexed(hub, first.record.id)
+
+    # One that adds text rewrites the memory's document: its new row version waits for the worker's
+    # index step, as a new upload does, and every probe still sees it.
+    more = _upload(hub, actor, LESSON + "!", context="CI", resolution="use function-scoped fixtures")
+    assert more.decision == "merged" and more.record.id == first.record.id
+    assert not _indexed(hub, first.record.id)
+    assert first.record.id not in _raw_knn(hub, actor, LESSON)
+    with hub.db.session() as s:
+        found = hub.memory.search(s, actor, LESSON, explain=True)
+    assert found[0].record.id == first.record.id and found[0].explain and found[0].explain.vector_rank == 1
+    again = _upload(hub, actor, LESSON, context="CI", resolution="use function-scoped fixtures")
+    assert again.decision == "merged" and again.record.id == first.record.id  # the dedup probe too
+
+    assert indexing.index_all(hub.db) == 1
+    assert _indexed(hub, first.record.id) and first.record.id in _raw_knn(hub, actor, LESSON)
+
+
+def test_past_pending_max_a_merge_keeps_its_graph_entry_in_the_request(hub, monkeypatch):  # type: ignore[no-untyped-def]
+    with hub.db.session() as s:
+        actor = local_actor(s)
+    first = _upload(hub, actor, LESSON, context="CI", resolution="use function-scoped fixtures")
+    indexing.index_all(hub.db)
+    monkeypatch.setattr(indexing, "PENDING_MAX", 2)
+    for other in OTHERS[:2]:  # two wait: the bound is reached
+        _upload(hub, actor, other)
+    more = _upload(hub, actor, LESSON + "!", context="CI", resolution="use function-scoped fixtures")
+    assert more.decision == "merged"
+    assert _indexed(hub, first.record.id)

@@ -84,11 +84,13 @@ def rebuild(session: Session, memory: Memory) -> None:
     memory.search_tsv = tsvector(*texts(session, memory))
 
 
-def append(memory: Memory, fields: dict[str, str], tags: Sequence[str] = ()) -> None:
-    """Add one merged contribution's text to the memory's document (nothing when it adds no new text)."""
+def append(memory: Memory, fields: dict[str, str], tags: Sequence[str] = ()) -> bool:
+    """Add one merged contribution's text to the memory's document (nothing when it adds no new text);
+    whether it added any."""
     new = _new_texts(_own_text(memory), fields, tags, set(memory.tags))
     if new:
         memory.search_tsv = Memory.search_tsv.op("||")(tsvector(*new))
+    return bool(new)
 
 
 # --- explain ------------------------------------------------------------------------------------------

@@ -10,7 +10,9 @@ sql/supersede.sql; the partial index ix_memories_unindexed holds only those rows
 
 That exact pass must stay short, so an upload indexes its own memory at once when its tenant already has
 PENDING_MAX memories waiting (a hub whose worker is not running: `ultron serve --no-worker` and no
-`ultron worker`); a batch defers only what fits under it.
+`ultron worker`); a batch defers only what fits under it. A merge that adds text to its memory's document
+rewrites the row, whose new version would get a new graph entry too: it leaves that to the worker the
+same way (`defer_while_few`).
 """
 
 from __future__ import annotations
@@ -18,10 +20,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from uuid import UUID
 
-from sqlalchemy import text
+from sqlalchemy import ColumnElement, func, literal, select, text
 from sqlalchemy.orm import Session
 
 from ultron.db.engine import Database
+from ultron.db.models import Memory
 
 # The most memories of one tenant the probes read by an exact pass (each search reads them all): past it
 # uploads write their graph entry themselves, as before migration 0020.
@@ -51,6 +54,18 @@ FROM picked p
 WHERE m.id = p.id AND m.tenant_id = p.tenant_id
 """
 )
+
+
+def defer_while_few(tenant_id: UUID) -> ColumnElement[bool]:
+    """The `indexed` value for a row an UPDATE rewrites (a merge that adds text): false, the worker's to
+    index, unless the tenant already has PENDING_MAX waiting. An expression, evaluated in the UPDATE."""
+    waiting = (
+        select(literal(1))
+        .where(Memory.tenant_id == tenant_id, Memory.status == "active", ~Memory.indexed)
+        .limit(PENDING_MAX)
+        .subquery()
+    )
+    return select(func.count()).select_from(waiting).scalar_subquery() >= PENDING_MAX
 
 
 def pending(session: Session, tenant_id: UUID, most: int = PENDING_MAX) -> int:

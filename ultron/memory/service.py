@@ -231,6 +231,17 @@ def _send_probe_default(sender: Any) -> None:
         sender.execute(reset)
 
 
+def _defer_graph_entry(memory: Memory, actor: Actor) -> None:
+    """A merge that rewrites the memory's text or its document writes a new version of the row that is not a
+    HOT update (both are in indexes): an indexed memory's new version would get a new HNSW entry in the
+    request, the cost migration 0020 took off an upload's INSERT. It becomes the worker's the same way
+    (indexing.defer_while_few: not while PENDING_MAX wait). A merge that only counts (no new text: tags,
+    hit, updated_at) stays a HOT update and keeps its entry: `indexed` is in two indexes' predicates, so
+    changing it would make that update cost the entry it saves."""
+    if memory.indexed:
+        memory.indexed = indexing.defer_while_few(actor.tenant_id)  # type: ignore[assignment]
+
+
 def _superseding_view(p: _Prepared) -> dict[str, Any]:
     """What supersede.updates reads of a new memory."""
     return {**p.fields, "memory_type": p.memory_type, "occurred_at": p.occurred_at, "thread": p.thread}
@@ -1064,11 +1075,13 @@ class MemoryService(SearchMixin, AccessMixin):
         tags = tags[: self.settings.max_tags]
         if text_changed:
             memory.tags = tags
+            _defer_graph_entry(memory, actor)
             session.flush()
             document.rebuild(session, memory)  # the new text, and every contribution's (this one's too)
         else:
             # Lossless: the upload's own words stay findable through the memory's document.
-            document.append(memory, p.fields, p.tags)
+            if document.append(memory, p.fields, p.tags):
+                _defer_graph_entry(memory, actor)
             memory.tags = tags
         memory.redacted_entities = _add_counts(memory.redacted_entities, p.redacted)
         memory.updated_at = datetime.now(UTC)
