@@ -54,6 +54,9 @@ def test_type_accuracy_on_the_held_out_part() -> None:
         "error[E0502]: cannot borrow `x` as mutable because it is also borrowed as immutable",
         "fatal: refusing to merge unrelated histories",
         "pip install times out",
+        # stop 27's trial as a new user: typed `pattern` (only "OOMKilled" / "oom-killed" marked it)
+        "gunicorn workers killed by the OOM killer at 2 GiB: lowered --workers to 2",
+        "the OOM-killer took postgres down at 3am",
     ],
 )
 def test_failures_without_an_exception_name_are_errors(text: str) -> None:

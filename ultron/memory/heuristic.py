@@ -93,7 +93,7 @@ _TYPE_RULES: list[tuple[str, re.Pattern[str]]] = [
         re.compile(
             r"\b[A-Z]\w+(?:Error|Exception)\b|\b" + _ERRNO_NAMES + r"\b"
             r"|(?i:\btraceback\b|\berror\s*[:：]|\bexception\b|\berrno\b|\bfail(ed|s|ure)?\b|\bcrash"
-            r"|\bsegfault|\bsegmentation fault|\bcore dumped|\bpanic:|\bpanicked at\b|\boom-?killed\b"
+            r"|\bsegfault|\bsegmentation fault|\bcore dumped|\bpanic:|\bpanicked at\b|\boom[- ]?kill(ed|er)\b"
             r"|\bsig(segv|abrt|bus|fpe|ill)\b|(?<!running )(?<!run )\bout of memory\b"
             r"|\bbad gateway\b|\bconnection (?:refused|reset)\b|\btimed out\b"
             r"|\bexit (code|status) [1-9]|\bstack ?trace"
