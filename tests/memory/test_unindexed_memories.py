@@ -45,12 +45,17 @@ def _raw_knn(hub, actor, content: str) -> list[UUID]:  # type: ignore[no-untyped
         return [row.id for row in rows]
 
 
-def test_an_upload_waits_for_its_graph_entry_yet_search_dedup_and_supersede_see_it(hub):  # type: ignore[no-untyped-def]
+def _lesson_among_others(hub):  # type: ignore[no-untyped-def]
+    """The local agent, and LESSON uploaded after the five OTHERS (none of them indexed yet)."""
     with hub.db.session() as s:
         actor = local_actor(s)
     for other in OTHERS:
         _upload(hub, actor, other)
-    first = _upload(hub, actor, LESSON, context="CI", resolution="use function-scoped fixtures")
+    return actor, _upload(hub, actor, LESSON, context="CI", resolution="use function-scoped fixtures")
+
+
+def test_an_upload_waits_for_its_graph_entry_yet_search_dedup_and_supersede_see_it(hub):  # type: ignore[no-untyped-def]
+    actor, first = _lesson_among_others(hub)
     assert first.decision == "created"
     assert not _indexed(hub, first.record.id)  # the INSERT wrote no HNSW entry
     assert first.record.id not in _raw_knn(hub, actor, LESSON)  # the bare walk cannot see it yet
@@ -117,11 +122,7 @@ def test_a_batch_defers_only_what_fits_under_pending_max(hub, monkeypatch):  # t
 
 
 def test_a_merge_that_adds_text_leaves_the_new_row_versions_graph_entry_to_the_worker(hub):  # type: ignore[no-untyped-def]
-    with hub.db.session() as s:
-        actor = local_actor(s)
-    for other in OTHERS:
-        _upload(hub, actor, other)
-    first = _upload(hub, actor, LESSON, context="CI", resolution="use function-scoped fixtures")
+    actor, first = _lesson_among_others(hub)
     indexing.index_all(hub.db)
     assert _indexed(hub, first.record.id)
 
