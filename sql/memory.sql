@@ -488,6 +488,37 @@ LEFT JOIN LATERAL (
 ) rep ON true
 ORDER BY t.score DESC, t.occurred_at DESC NULLS LAST, t.position DESC NULLS LAST, m.created_at DESC, t.id
 
+-- name: merge_counted
+-- A merge that leaves the memory's text as it is (offline, or a pinned memory): the upload's contribution,
+-- its words added to the memory's document (`doc`, empty when it adds none), the tags' union, the redaction
+-- counts and `updated_at`, and the activity row, in one statement (service.py, `_merge`; its merge hit is
+-- the next statement in the same pipeline: two changes of one row cannot share a statement). A document
+-- that grows rewrites the row (the GIN index), whose new version's HNSW entry is then the worker's while
+-- fewer than :pending_max wait (indexing.defer_while_few); otherwise the UPDATE stays HOT.
+WITH contribution AS (
+    INSERT INTO memory_contributions (tenant_id, memory_id, agent_id, decision, similarity, content, context,
+                                      resolution, tags)
+    VALUES (:tenant_id, :memory_id, :agent_id, :decision, :similarity, :content, :context, :resolution,
+            :tags)
+), memory AS (
+    UPDATE memories m
+    SET tags = CAST(:memory_tags AS text[]),
+        search_tsv = CASE WHEN CAST(:doc AS text) = '' THEN m.search_tsv
+                          ELSE m.search_tsv || to_tsvector('simple', CAST(:doc AS text)) END,
+        redacted_entities = CAST(:redacted_entities AS jsonb),
+        updated_at = :updated_at,
+        indexed = CASE WHEN CAST(:doc AS text) = '' OR NOT m.indexed THEN m.indexed
+                       ELSE (SELECT count(*) FROM (SELECT 1 FROM memories w WHERE w.tenant_id = :tenant_id
+                                                   AND w.status = 'active' AND NOT w.indexed
+                                                   LIMIT :pending_max) w) >= :pending_max END
+    WHERE m.id = :memory_id AND m.tenant_id = :tenant_id
+    RETURNING m.id
+), activity AS (
+    INSERT INTO activity_events (tenant_id, agent_id, kind, memory_id, detail)
+    VALUES (:tenant_id, :agent_id, 'merge', :memory_id, CAST(:detail AS jsonb))
+)
+SELECT count(*) AS updated FROM memory
+
 -- name: record_hits
 SELECT id FROM ultron_record_hits(:tenant_id, CAST(:agent_id AS uuid), CAST(:memory_ids AS uuid[]), :signal,
                                   :weight, :window_seconds) AS id

@@ -37,18 +37,19 @@ class AccessMixin:
         ids = list(memory_ids)
         if not ids:
             return set()
-        rows = session.execute(
-            q("record_hits"),
-            {
-                "tenant_id": actor.tenant_id,
-                "agent_id": actor.agent_id,
-                "memory_ids": ids,
-                "signal": signal,
-                "weight": HIT_WEIGHTS[signal],
-                "window_seconds": self.settings.hit_window_hours * 3600.0,
-            },
-        ).all()
+        rows = session.execute(q("record_hits"), self._hit_params(actor, ids, signal)).all()
         return {row.id for row in rows}
+
+    def _hit_params(self, actor: Actor, ids: list[UUID], signal: str) -> dict[str, Any]:
+        """`record_hits`' parameters: a use of each memory by this agent, counted once per window."""
+        return {
+            "tenant_id": actor.tenant_id,
+            "agent_id": actor.agent_id,
+            "memory_ids": ids,
+            "signal": signal,
+            "weight": HIT_WEIGHTS[signal],
+            "window_seconds": self.settings.hit_window_hours * 3600.0,
+        }
 
     # --- reads ---------------------------------------------------------------------------------
 

@@ -84,13 +84,11 @@ def rebuild(session: Session, memory: Memory) -> None:
     memory.search_tsv = tsvector(*texts(session, memory))
 
 
-def append(memory: Memory, fields: dict[str, str], tags: Sequence[str] = ()) -> bool:
-    """Add one merged contribution's text to the memory's document (nothing when it adds no new text);
-    whether it added any."""
+def added_text(memory: Memory, fields: dict[str, str], tags: Sequence[str] = ()) -> str:
+    """What one merged contribution adds to the memory's document, as `tsvector`'s text ('' when it adds no
+    new text): the statement appends `to_tsvector('simple', it)` (sql/memory.sql, merge_counted)."""
     new = _new_texts(_own_text(memory), fields, tags, set(memory.tags))
-    if new:
-        memory.search_tsv = Memory.search_tsv.op("||")(tsvector(*new))
-    return bool(new)
+    return fulltext.index_text(*new) if new else ""
 
 
 # --- explain ------------------------------------------------------------------------------------------

@@ -1056,45 +1056,77 @@ class MemoryService(SearchMixin, AccessMixin):
     ) -> UploadResult:
         memory = session.get(Memory, (memory_id, actor.tenant_id), with_for_update=True)
         assert memory is not None
-        self._log_contribution(session, actor, memory_id, p, decision, sim)
-        self.record_hits(session, actor, [memory_id], "merge")
         existing = {"content": memory.content, "context": memory.context, "resolution": memory.resolution}
         # A pinned memory's text is never rewritten by a merge: the upload adds a contribution and a hit.
         merged = None if memory.pinned else self.intelligence.merge(existing, p.fields)
         text_changed = False
+        more: dict[str, int] = {}
         if merged is not None:
             merged = {k: (merged.get(k) or existing[k]) for k in TEXT_FIELDS}
             self._check_sizes(merged)
             merged, _, more = self._redact(merged, [], self.scope_policy(actor.tenant_id, memory.scope))
             text_changed = merged != existing
-            if text_changed:
-                self._apply_text(memory, merged)
-                memory.redacted_entities = _add_counts(memory.redacted_entities, more)
         # A pinned memory's tags stay as its owner set them too (the upload's stay in its contribution).
         tags = memory.tags if memory.pinned else list(dict.fromkeys([*memory.tags, *p.tags]))
         tags = tags[: self.settings.max_tags]
-        if text_changed:
+        if not text_changed:
+            self._merge_counted(session, actor, p, memory, sim, decision, tags)
+        else:
+            assert merged is not None  # text_changed
+            self._log_contribution(session, actor, memory_id, p, decision, sim)
+            self.record_hits(session, actor, [memory_id], "merge")
+            self._apply_text(memory, merged)
+            memory.redacted_entities = _add_counts(memory.redacted_entities, more)
             memory.tags = tags
             _defer_graph_entry(memory, actor)
             session.flush()
             document.rebuild(session, memory)  # the new text, and every contribution's (this one's too)
-        else:
-            # Lossless: the upload's own words stay findable through the memory's document.
-            if document.append(memory, p.fields, p.tags):
-                _defer_graph_entry(memory, actor)
-            memory.tags = tags
-        memory.redacted_entities = _add_counts(memory.redacted_entities, p.redacted)
-        memory.updated_at = datetime.now(UTC)
-        session.flush()
-        self._activity(
-            session, actor, "merge", memory_id, {"similarity": round(sim, 4), "decision": decision}
-        )
+            memory.redacted_entities = _add_counts(memory.redacted_entities, p.redacted)
+            memory.updated_at = datetime.now(UTC)
+            session.flush()
+            self._activity(
+                session, actor, "merge", memory_id, {"similarity": round(sim, 4), "decision": decision}
+            )
         return UploadResult(
             record=self.get(session, actor, memory_id),
             decision=decision,  # type: ignore[arg-type]
             similarity=sim,
             merged_text=text_changed,
         )
+
+    def _merge_counted(
+        self,
+        session: Session,
+        actor: Actor,
+        p: _Prepared,
+        memory: Memory,
+        sim: float,
+        decision: str,
+        tags: list[str],
+    ) -> None:
+        """A merge that leaves the memory's text as it is (offline, a pinned memory): what the upload adds
+        is counted in one pipeline, one round trip (sql/memory.sql, `merge_counted`, then its merge hit):
+        the contribution, its words in the memory's document (lossless: they stay findable), the tags'
+        union, the redaction counts, `updated_at` and the activity row. Through the ORM these were five
+        round trips. The memory's loaded attributes are expired: the next read sees the row as written."""
+        session.flush()  # nothing of the session's may follow these statements unsent
+        added = document.added_text(memory, p.fields, p.tags)
+        raw = session.connection().connection.driver_connection
+        assert raw is not None  # a checked-out connection always has one; SQLAlchemy types it Optional
+        dialect = session.get_bind().dialect
+        params = {
+            **_contribution_row(actor, memory.id, p, decision, sim),
+            "memory_tags": tags,
+            "doc": added,
+            "redacted_entities": Jsonb(_add_counts(memory.redacted_entities, p.redacted)),
+            "updated_at": datetime.now(UTC),
+            "pending_max": indexing.PENDING_MAX,
+            "detail": Jsonb({"similarity": round(sim, 4), "decision": decision}),
+        }
+        with raw.pipeline():
+            raw.execute(_driver_sql(q("merge_counted"), dialect), params)
+            raw.execute(_driver_sql(q("record_hits"), dialect), self._hit_params(actor, [memory.id], "merge"))
+        session.expire(memory)
 
     def absorb(self, session: Session, actor: Actor, winner_id: UUID, loser_id: UUID, sim: float) -> bool:
         """Consolidation: merge the loser into the winner as an upload would, then archive it with a link.
