@@ -500,24 +500,22 @@ WITH contribution AS (
                                       resolution, tags)
     VALUES (:tenant_id, :memory_id, :agent_id, :decision, :similarity, :content, :context, :resolution,
             :tags)
-), memory AS (
-    UPDATE memories m
-    SET tags = CAST(:memory_tags AS text[]),
-        search_tsv = CASE WHEN CAST(:doc AS text) = '' THEN m.search_tsv
-                          ELSE m.search_tsv || to_tsvector('simple', CAST(:doc AS text)) END,
-        redacted_entities = CAST(:redacted_entities AS jsonb),
-        updated_at = :updated_at,
-        indexed = CASE WHEN CAST(:doc AS text) = '' OR NOT m.indexed THEN m.indexed
-                       ELSE (SELECT count(*) FROM (SELECT 1 FROM memories w WHERE w.tenant_id = :tenant_id
-                                                   AND w.status = 'active' AND NOT w.indexed
-                                                   LIMIT :pending_max) w) >= :pending_max END
-    WHERE m.id = :memory_id AND m.tenant_id = :tenant_id
-    RETURNING m.id
 ), activity AS (
     INSERT INTO activity_events (tenant_id, agent_id, kind, memory_id, detail)
     VALUES (:tenant_id, :agent_id, 'merge', :memory_id, CAST(:detail AS jsonb))
 )
-SELECT count(*) AS updated FROM memory
+UPDATE memories m
+SET tags = CAST(:memory_tags AS text[]),
+    search_tsv = CASE WHEN CAST(:doc AS text) = '' THEN m.search_tsv
+                      ELSE m.search_tsv || to_tsvector('simple', CAST(:doc AS text)) END,
+    redacted_entities = CAST(:redacted_entities AS jsonb),
+    updated_at = :updated_at,
+    -- as create_memory: the graph entry is the worker's while few wait
+    indexed = CASE WHEN CAST(:doc AS text) = '' OR NOT m.indexed THEN m.indexed
+                   ELSE (SELECT count(*) FROM (SELECT 1 FROM memories w WHERE w.tenant_id = :tenant_id
+                                               AND w.status = 'active' AND NOT w.indexed
+                                               LIMIT :pending_max) w) >= :pending_max END
+WHERE m.id = :memory_id AND m.tenant_id = :tenant_id
 
 -- name: record_hits
 SELECT id FROM ultron_record_hits(:tenant_id, CAST(:agent_id AS uuid), CAST(:memory_ids AS uuid[]), :signal,

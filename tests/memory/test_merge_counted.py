@@ -82,15 +82,3 @@ def test_an_offline_merge_counts_everything_in_one_round_trip(hub):  # type: ign
     assert found and found[0].record.id == m.id
     assert found[0].explain is not None and found[0].explain.matched_contribution is not None
     assert again.record.contributions == 2  # the record returned was read after the writes
-
-
-def test_the_same_text_again_is_a_hot_update_that_keeps_the_graph_entry(hub):  # type: ignore[no-untyped-def]
-    with hub.db.session() as s:
-        actor = local_actor(s)
-    first = _up(hub, actor, LESSON, resolution="use function-scoped fixtures")
-    indexing.index_all(hub.db)
-    same = _up(hub, actor, LESSON, resolution="use function-scoped fixtures")
-    assert same.decision == "merged" and same.record.id == first.record.id
-    with hub.db.session() as s:
-        m = s.get(Memory, (first.record.id, actor.tenant_id))
-        assert m is not None and m.indexed and m.hit_count == 1

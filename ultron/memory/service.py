@@ -232,12 +232,11 @@ def _send_probe_default(sender: Any) -> None:
 
 
 def _defer_graph_entry(memory: Memory, actor: Actor) -> None:
-    """A merge that rewrites the memory's text or its document writes a new version of the row that is not a
-    HOT update (both are in indexes): an indexed memory's new version would get a new HNSW entry in the
-    request, the cost migration 0020 took off an upload's INSERT. It becomes the worker's the same way
-    (indexing.defer_while_few: not while PENDING_MAX wait). A merge that only counts (no new text: tags,
-    hit, updated_at) stays a HOT update and keeps its entry: `indexed` is in two indexes' predicates, so
-    changing it would make that update cost the entry it saves."""
+    """A merge that rewrites the memory's text writes a new version of the row that is not a HOT update (the
+    text is in indexes): an indexed memory's new version would get a new HNSW entry in the request, the cost
+    migration 0020 took off an upload's INSERT. It becomes the worker's the same way
+    (indexing.defer_while_few: not while PENDING_MAX wait). The merge that keeps the text does the same in
+    its statement when its document grows (sql/memory.sql, merge_counted)."""
     if memory.indexed:
         memory.indexed = indexing.defer_while_few(actor.tenant_id)  # type: ignore[assignment]
 
