@@ -127,6 +127,8 @@ class Hub:
         self.runtime = RuntimeSettings(settings)  # an admin's changes, per tenant, without a restart
         self.term_stats = TermStatsKeeper(db)
         self.clusters = ClusterService(settings, intelligence)
+        # the clusters' walk answer is read from the planner's statistics: read again after an ANALYZE
+        self.term_stats.listen(self.clusters.forget_walk)
         # The companion's hooks into memory (emotion, ripples, re-ranking): built before the memory service.
         hooks = MemoryHooks(settings, intelligence, self.embedder, self.runtime)
         self.memory = MemoryService(

@@ -242,6 +242,10 @@ class ClusterService:
 
         return self._walk_cache.get(tenant_id, read)
 
+    def forget_walk(self, tenant_id: UUID | None = None) -> None:
+        """Read `walks_index` again on the next probe (the hub calls it after an ANALYZE, termstats.py)."""
+        self._walk_cache.forget(tenant_id)
+
     # --- membership ------------------------------------------------------------------------------
 
     def assign(self, session: Session, tenant_id: UUID, memory_id: UUID, vector: Any) -> UUID:

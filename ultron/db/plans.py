@@ -27,8 +27,9 @@ PROBE_WALK = SORT_OFF + ", set_config('plan_cache_mode', 'force_generic_plan', t
 PROBE_DEFAULT = (SORT_DEFAULT, "RESET plan_cache_mode")
 # A tenant holding at least this share of the table walks.
 WALK_SHARE = 0.5
-# A yes is re-read once a minute; a no every 10 s, so that a store loading in bulk walks within seconds of
-# its tables being analyzed (memory/termstats.py).
+# A yes is re-read once a minute; a no every 10 s, and at once after the hub's own term-statistics keeper
+# rebuilt the tenant's statistics or analyzed the tables (memory/termstats.py, `forget`): a store loading in
+# bulk walks from its next batch on.
 WALK_TTL_S = 60.0
 NO_WALK_TTL_S = 10.0
 
@@ -47,6 +48,13 @@ class WalkCache:
         walk = read()
         self._known[tenant_id] = (now + (WALK_TTL_S if walk else NO_WALK_TTL_S), walk)
         return walk
+
+    def forget(self, tenant_id: UUID | None = None) -> None:
+        """Read the tenant's answer again on its next probe (every tenant's, without one)."""
+        if tenant_id is None:
+            self._known.clear()
+        else:
+            self._known.pop(tenant_id, None)
 
     def clear(self) -> None:
         self._known.clear()

@@ -416,8 +416,11 @@ class MemoryService(SearchMixin, AccessMixin):
         self.term_stats = term_stats
         # An admin's runtime changes per tenant (ultron/settings_store.py).
         self.runtime = runtime
-        # tenant -> (good until, monotonic; whether its searches walk the HNSW index): _walks_index
+        # tenant -> (good until, monotonic; whether its searches walk the HNSW index): _walks_index, read
+        # again once the keeper rebuilt the tenant's statistics (the answer is read from them)
         self._walk_cache = WalkCache()
+        if term_stats is not None:
+            term_stats.listen(self._walk_cache.forget)
 
     # --- helpers -------------------------------------------------------------------------------
 
