@@ -75,6 +75,8 @@ ITEMS = [
     LILY,
     {"content": "Maria Garcia moved the Atlas project to Frankfurt", "scope": "private", "arousal": 0.9},
     LILY_AGAIN,
+    # tags as written, whatever an array literal would make of them (a batch sends them as jsonb)
+    {"content": "Tags kept as written", "tags": ["a,b", 'say "hi"', "{x}", "ünï", "NULL", ""]},
 ]
 STORED = {"content": "stored before the batch, uploaded again", "context": "a repeat of a stored memory"}
 
@@ -157,6 +159,8 @@ def test_batch_ends_as_the_same_uploads_one_by_one(hub):
     assert "merged" in decisions and decisions.count("created") >= 6
     assert "content" in result.results[4].reason and "group" in result.results[9].reason
     assert _state(hub, "batched") == _state(hub, "one-by-one")
+    tagged = [r for r in _state(hub, "batched") if r[0] == "Tags kept as written"]
+    assert len(tagged) == 1 and {"a,b", 'say "hi"', "{x}", "ünï", "NULL"} <= set(tagged[0][4]), tagged
     # The repeat inside the batch merged into the memory the batch itself had just created.
     assert result.results[2].memory_id == result.results[0].memory_id
     redis = [r for r in _state(hub, "batched") if r[0].startswith("Redis")]
@@ -165,8 +169,8 @@ def test_batch_ends_as_the_same_uploads_one_by_one(hub):
     lily = [r for r in _state(hub, "batched") if r[0].startswith("Lily")]
     assert lily[0][15] == (3, 0.2, 0.4) and ("person", "Lily Chen") in lily[0][18]
     assert (
-        result.results[-1].decision == "merged"
-        and result.results[-1].memory_id == result.results[11].memory_id
+        result.results[13].decision == "merged"
+        and result.results[13].memory_id == result.results[11].memory_id
     )
 
 
@@ -392,5 +396,7 @@ def test_soft_band_items_are_decided_without_writing_the_batch_first(hub, monkey
     result = batch.upload_batch(items)
     assert [r.decision for r in result.results] == decisions
     assert _state(hub, "batched") == _state(hub, "one-by-one")
+    tagged = [r for r in _state(hub, "batched") if r[0] == "Tags kept as written"]
+    assert len(tagged) == 1 and {"a,b", 'say "hi"', "{x}", "ünï", "NULL"} <= set(tagged[0][4]), tagged
     assert calls["judge"] >= 3  # the soft band was met
     assert (calls["create_many"], calls["nearest"]) == (1, 0)

@@ -27,7 +27,6 @@ from sqlalchemy import (
     TextClause,
     bindparam,
     delete,
-    insert,
     select,
     text,
 )
@@ -337,6 +336,31 @@ def _new_memory_params(memory_id: UUID, actor: Actor, p: _Prepared) -> dict[str,
         "thread": p.thread,
         "position": p.position,
         "occurred_at": p.occurred_at,
+    }
+
+
+def _create_memories_params(actor: Actor, created: list[tuple[UUID, _Prepared]]) -> dict[str, Any]:
+    """create_memories' parameters: `_new_memory_params` of each new memory, a column an array."""
+    ps = [p for _, p in created]
+    return {
+        "tenant_id": actor.tenant_id,
+        "agent_id": actor.agent_id,
+        "pending_max": indexing.PENDING_MAX,
+        "ids": [memory_id for memory_id, _ in created],
+        "memory_types": [p.memory_type for p in ps],
+        **{f"{name}s": [p.fields[name] for p in ps] for name in ("content", "context", "resolution")},
+        "tags": [Jsonb(p.tags) for p in ps],
+        "summaries": [p.summary_l0 for p in ps],
+        "overviews": [p.overview_l1 for p in ps],
+        "embeddings": [p.embedding for p in ps],
+        "content_hashes": [p.content_hash for p in ps],
+        "search_docs": [fulltext.index_text(*p.fields.values(), *p.tags) for p in ps],
+        "scopes": [p.scope for p in ps],
+        "group_names": [p.group for p in ps],
+        "redacted": [Jsonb(p.redacted) for p in ps],
+        "threads": [p.thread for p in ps],
+        "positions": [p.position for p in ps],
+        "occurred": [p.occurred_at for p in ps],
     }
 
 
@@ -788,32 +812,13 @@ class MemoryService(SearchMixin, AccessMixin):
         if not pending:
             return
         created = [(memory_id, req, p) for _, req, p, memory_id in pending]
-        # their graph entries are the worker's while the tenant's waiting ones stay under PENDING_MAX
-        # (ultron/memory/indexing.py); the rest are indexed by this INSERT
-        defer = max(0, indexing.PENDING_MAX - indexing.pending(session, actor.tenant_id))
+        # their rows, contributions, activity and the shared ones' cluster queue rows in one statement; their
+        # graph entries are the worker's while the tenant's waiting ones stay under PENDING_MAX
+        # (ultron/memory/indexing.py), the rest are indexed by this INSERT
         rows = session.execute(
-            insert(_table(Memory))
-            .values(search_tsv=document.tsvector_of("search_doc"))
-            .returning(*_RECORD_COLUMNS),
-            [
-                {**_new_memory_params(memory_id, actor, p), "indexed": i >= defer}
-                for i, (memory_id, _, p) in enumerate(created)
-            ],
+            q("create_memories"), _create_memories_params(actor, [(m, p) for m, _, p in created])
         ).all()
         by_id = {row.id: row for row in rows}
-        # RETURNING makes SQLAlchemy send the rows as one multi-row INSERT (insertmanyvalues), not one
-        # execution per row (psycopg's executemany: 500 statements for the server to run).
-        session.execute(
-            insert(_table(MemoryContribution)).returning(_table(MemoryContribution).c.id),
-            [_contribution_row(actor, memory_id, p, "created", None) for memory_id, _, p in created],
-        )
-        session.execute(
-            insert(_table(ActivityEvent)).returning(_table(ActivityEvent).c.id),
-            [
-                _activity_row(actor, "upload", memory_id, {"memory_type": p.memory_type})
-                for memory_id, _, p in created
-            ],
-        )
         # in order, as single uploads link (_joined), with one probe for them all
         supersede.link_new_many(
             session,
@@ -821,12 +826,6 @@ class MemoryService(SearchMixin, AccessMixin):
             [(memory_id, _superseding_view(p)) for memory_id, _, p in created],
             self._walks_index(session, actor.tenant_id),
         )
-        shared = [memory_id for memory_id, _, p in created if p.scope == "shared"]
-        if shared:  # their clusters are the worker's, assigned in this order (ultron/clusters/pending.py)
-            session.execute(
-                insert(_table(ClusterQueueItem)).returning(_table(ClusterQueueItem).c.seq),
-                [{"memory_id": memory_id, "tenant_id": actor.tenant_id} for memory_id in shared],
-            )
         done = [
             (req, UploadResult(record=to_record(by_id[memory_id], actor.agent_name, 1), decision="created"))
             for memory_id, req, _ in created
