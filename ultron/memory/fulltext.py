@@ -79,7 +79,9 @@ def _stemmer():  # type: ignore[no-untyped-def]
 
 @functools.lru_cache(maxsize=65536)
 def _stem(word: str) -> str:
-    """Stems of recent words: a Zipfian vocabulary repeats, and Snowball is most of indexing an upload."""
+    """Stems of recent words: a Zipfian vocabulary repeats, and Snowball is most of indexing an upload.
+    `snowballstemmer.stemmer` is PyStemmer's C stemmer where it is installed (a dependency): ~1.3 us a word
+    against ~20 in the Python port, with the same stems."""
     return str(_stemmer().stemWord(word))
 
 
