@@ -178,5 +178,6 @@ def run(args: argparse.Namespace) -> int:
     )
     print(f"single uploads: {rate['single']:8.1f} memories/s ({1000 / rate['single']:.2f} ms each)")
     print(f"batch uploads:  {rate['batch']:8.1f} memories/s ({1000 / rate['batch']:.2f} ms each)")
-    print(f"batch / single throughput: {rate['batch'] / rate['single']:.2f}x (target >= 5x)")
+    ratio = rate["batch"] / rate["single"]
+    print(f"batch / single throughput: {ratio:.2f}x (issue 36: >= 3x, a batch item <= 1/3 of a single)")
     return 0
