@@ -92,6 +92,18 @@ def test_l0_comes_from_the_first_non_empty_field() -> None:
     assert l1 == "pip install pandas"
 
 
+def test_l0_starts_at_the_first_line_that_says_something() -> None:
+    # Found in stop 27's trial: a pasted Python error that starts at its `^^^^` marker line got a one-line
+    # summary starting with carets. Lines with no letter, digit or CJK character before the first that has one
+    # are left out of L0 (L1 and the memory keep them).
+    error = "json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)"
+    l0, l1 = heuristic.summarize("    ^^^^^^^^^^^^^^^^^^^^^^\n" + error, "", "", 64, 256)
+    assert l0 == error
+    assert l1.startswith("^^^^")
+    assert heuristic.summarize("=====\n-----\n(\n构建失败", "", "", 64, 256)[0] == "构建失败"
+    assert heuristic.summarize("^^^", "", "", 64, 256)[0] == "^^^"  # nothing else to say: kept
+
+
 def test_short_memories_are_kept_whole() -> None:
     l0, l1 = heuristic.summarize("Docker 内 pip 安装失败", "CI 环境", "配置代理", 64, 256)
     assert l0 == "Docker 内 pip 安装失败"

@@ -184,6 +184,21 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
+# A line with no letter, digit or CJK character: a traceback's `^^^^` under the failing expression, a rule
+# of `=====` or `-----`, a lone bracket.
+_MARKER_LINE = re.compile(r"[^\w\u4e00-\u9fff]*")
+
+
+def _without_marker_lines(text: str) -> str:
+    """The text from its first line that says something: a pasted error that starts at Python's `^^^^` marker
+    line (or under a rule of dashes) gets a one-line summary that starts with the error, not with carets."""
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if not _MARKER_LINE.fullmatch(line):
+            return "\n".join(lines[i:])
+    return text
+
+
 def summarize(
     content: str,
     context: str = "",
@@ -194,7 +209,7 @@ def summarize(
     """(L0, L1): L0 is the first non-empty field on one line; L1 is the fields cut to shares of the budget."""
     fields = {"content": content.strip(), "context": context.strip(), "resolution": resolution.strip()}
     first = next((value for value in fields.values() if value), "")
-    l0 = truncate_to_tokens(_one_line(first), l0_max_tokens)
+    l0 = truncate_to_tokens(_one_line(_without_marker_lines(first)), l0_max_tokens)
     budgets = {name: int(l1_max_tokens * share) for name, share in L1_SHARES.items()}
     budgets["content"] += sum(budgets[name] for name in ("context", "resolution") if not fields[name])
     parts = [truncate_to_tokens(value, max(budgets[name], 1)) for name, value in fields.items() if value]
