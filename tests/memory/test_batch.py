@@ -396,7 +396,5 @@ def test_soft_band_items_are_decided_without_writing_the_batch_first(hub, monkey
     result = batch.upload_batch(items)
     assert [r.decision for r in result.results] == decisions
     assert _state(hub, "batched") == _state(hub, "one-by-one")
-    tagged = [r for r in _state(hub, "batched") if r[0] == "Tags kept as written"]
-    assert len(tagged) == 1 and {"a,b", 'say "hi"', "{x}", "ünï", "NULL"} <= set(tagged[0][4]), tagged
     assert calls["judge"] >= 3  # the soft band was met
     assert (calls["create_many"], calls["nearest"]) == (1, 0)
