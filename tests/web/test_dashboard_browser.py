@@ -399,6 +399,14 @@ def test_the_map_draws_clusters_and_links_their_skill(page, live_hub, skilled):
         page.locator(f"[data-testid=map-clusters] .cluster-row[data-cluster='{docker['id']}']").count() == 1
     )
 
+    # no marker covers another (stop 28: two clusters' means fell close, one diamond took the other's clicks)
+    box = "els => els.map(e => { const b = e.getBBox(); return [b.x, b.y, b.width] })"
+    boxes = page.eval_on_selector_all("[data-testid=map-cluster]", box)
+    for i, (x1, y1, w1) in enumerate(boxes):
+        for x2, y2, w2 in boxes[i + 1 :]:
+            distance = ((x1 + w1 / 2 - x2 - w2 / 2) ** 2 + (y1 + w1 / 2 - y2 - w2 / 2) ** 2) ** 0.5
+            assert distance >= (w1 + w2) / 2, boxes
+
     page.click(f"[data-testid=map-cluster][data-cluster='{docker['id']}']")
     page.wait_for_selector("#drawer [data-testid=cluster-panel]")
     assert page.text_content("#drawer [data-testid=cluster-topic]") == docker["topic"]

@@ -780,6 +780,26 @@ function drawClusters(data, pos, spokes, markers, tip, showTip) {
     const r = (c.topic ? 5 : 3.5) + 1.6 * Math.log2(c.member_count);
     shapes.push({ c, color, shown, cx, cy, r });
   });
+  // Markers keep apart: two clusters whose members' means fall close drew one diamond over the other, which
+  // then took every click (found in stop 28, a browser test clicking the covered one). A few passes push
+  // each overlapping pair apart along the line between them; the spokes follow.
+  for (let pass = 0; pass < 30; pass++) {
+    let moved = false;
+    for (let a = 0; a < shapes.length; a++) {
+      for (let b = a + 1; b < shapes.length; b++) {
+        const p = shapes[a], q = shapes[b];
+        let dx = q.cx - p.cx, dy = q.cy - p.cy, d = Math.hypot(dx, dy);
+        const need = p.r + q.r + 2;
+        if (d >= need) continue;
+        if (d < 1e-6) { dx = 1; dy = 0; d = 1; }  // on one spot: apart along x
+        const push = (need - d) / 2 + 0.01;
+        p.cx -= (dx / d) * push; p.cy -= (dy / d) * push;
+        q.cx += (dx / d) * push; q.cy += (dy / d) * push;
+        moved = true;
+      }
+    }
+    if (!moved) break;
+  }
   const placed = shapes.map(({ cx, cy, r }) => [cx - r, cy - r, 2 * r, 2 * r]);  // labels keep off every marker
   let labelled = 0;
   for (const { c, color, shown, cx, cy, r } of shapes) {
