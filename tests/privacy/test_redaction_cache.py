@@ -86,3 +86,29 @@ def test_an_uploads_fields_go_through_the_model_in_one_pass(monkeypatch):
     assert single == [] and many == [list(fields.values())]
     assert clean == {k: r.text for k, r in alone.items()}
     assert counts["PERSON"] == sum(r.entities.get("PERSON", 0) for r in alone.values()) >= 2
+
+
+def test_an_uploads_plain_fields_are_read_for_the_triggers_once():
+    # Stop 28: `redact_fields` warms an upload's fields, then redacts each; a field with none of the trigger
+    # patterns (most of them) was read for them twice. Now `warm` marks it plain, `detect` trusts the mark.
+    redactor = Redactor()
+    plan = redactor._plan(redactor._effective(None))
+    scans: list[str] = []
+
+    class Counting:
+        def __init__(self, pattern):  # type: ignore[no-untyped-def]
+            self.pattern = pattern
+
+        def search(self, text):  # type: ignore[no-untyped-def]
+            scans.append(text)
+            return self.pattern.search(text)
+
+    plan.triggers[:] = [Counting(t) for t in plan.triggers]
+    fields = {"content": "restart it, nothing else to see here", "context": "the worker hangs at boot"}
+    clean, counts = redactor.redact_fields(fields)
+    assert clean == fields and counts == {}
+    assert sorted(scans) == sorted(fields.values())  # once each
+    assert redactor.stats()["fast_path"] == 2
+    # a field with a trigger is still found and redacted
+    _, counts = redactor.redact_fields({**fields, "resolution": "mail ops@example.com"})
+    assert counts == {"EMAIL_ADDRESS": 1}

@@ -57,6 +57,8 @@ _TRIGGERS = {
     "PERSON": r"[A-Z][a-z]|[\u4e00-\u9fff]{2}",
 }
 _CJK = re.compile(r"[\u4e00-\u9fff]")
+# The per-text cache's mark of a text `warm` found no trigger in (its key's third part).
+_PLAIN = "plain"
 # Findings of recent texts, per policy: agents re-send the same text (retries, re-uploads, a context shared
 # by a batch's items) and the recognizers are most of an upload's redaction cost. Texts longer than
 # CACHE_MAX_CHARS are not kept, so the cache holds at most CACHE_SIZE * CACHE_MAX_CHARS characters.
@@ -92,7 +94,7 @@ class Redactor:
         self._merged: dict[RedactionPolicy, RedactionPolicy] = {}
         self._counts: Counter[str] = Counter()
         self._counts_lock = threading.Lock()
-        self._cache: Lru[tuple[int, str], tuple[Finding, ...]] = Lru(CACHE_SIZE)
+        self._cache: Lru[tuple[int, str] | tuple[int, str, str], tuple[Finding, ...]] = Lru(CACHE_SIZE)
         self._plan(self.policy)
         # Presidio compiles its recognizers' patterns on first use: do that now, for both languages.
         self.redact("warm-up: alice@example.com 13800138000 password=hunter2 /home/alice 10.0.0.1")
@@ -143,7 +145,12 @@ class Redactor:
         """Non-overlapping findings in text order; what `redact` replaces."""
         plan = self._plan(self._effective(policy))
         language = "zh" if _is_chinese(text) else "en"
-        if not text or not plan.entities[language] or not any(t.search(text) for t in plan.triggers):
+        if (
+            not text
+            or not plan.entities[language]
+            or self._plain(plan, text)
+            or not any(t.search(text) for t in plan.triggers)
+        ):
             self._count({"calls": 1, "chars": len(text), "fast_path": 1})
             return []
         cached = self._cached(plan, text)
@@ -165,13 +172,17 @@ class Redactor:
             # The cache first: a batch upload's fields were warmed with the batch, and the trigger
             # patterns cost more than the lookup.
             if (
-                text
-                and len(text) <= CACHE_MAX_CHARS
-                and plan.entities[language]
-                and self._cached(plan, text) is None
-                and any(t.search(text) for t in plan.triggers)
+                not text
+                or len(text) > CACHE_MAX_CHARS
+                or not plan.entities[language]
+                or self._cached(plan, text) is not None
+                or self._plain(plan, text)
             ):
+                continue
+            if any(t.search(text) for t in plan.triggers):
                 wanted[language].append(text)
+            else:  # `detect` takes its fast path on it without reading it for the triggers again
+                self._cache.put((id(plan), text, _PLAIN), ())
         for language, batch in wanted.items():
             nlp = _nlp(plan.engine)
             artifacts: Sequence[NlpArtifacts | None]
@@ -190,6 +201,11 @@ class Redactor:
         if len(text) > CACHE_MAX_CHARS:
             return None
         return self._cache.get((id(plan), text))
+
+    def _plain(self, plan: _Plan, text: str) -> bool:
+        """`warm` found none of the plan's triggers in this text (an upload's fields are warmed, then
+        redacted one by one: each was read for the triggers twice, ~40 us an upload of plain text)."""
+        return len(text) <= CACHE_MAX_CHARS and self._cache.get((id(plan), text, _PLAIN)) is not None
 
     def _keep(self, plan: _Plan, text: str, findings: list[Finding]) -> None:
         if len(text) > CACHE_MAX_CHARS:
