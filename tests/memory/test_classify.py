@@ -175,3 +175,32 @@ def test_a_redacted_speaker_label_is_a_speaker_label() -> None:
     assert classify.words_of("<PERSON>: Love these chats. Later!") == "Love these chats. Later!"
     assert classify.words_of("Maya: Love these chats.") == "Love these chats."
     assert classify.words_of("Error: connection refused") == "Error: connection refused"
+
+
+def test_a_word_tree_matches_where_its_flat_alternation_does():
+    # Stop 28: _TECH's word list as a prefix tree (re tried a flat list's words one by one at every word
+    # start: 38 -> 12 us an upload). Words that are prefixes of others, and a trailing \b deciding.
+    import re
+
+    from ultron.memory.classify import _TECH_WORDS, word_tree
+
+    words = _TECH_WORDS + "|a|ab|abc|x-y|x"
+    flat = re.compile(r"(?i:\b(?:" + words + r")\b)")
+    tree = re.compile(r"(?i:\b(?:" + word_tree(words) + r")\b)")
+    assert tree.pattern != flat.pattern
+    samples = [
+        *(w for w in words.split("|")),
+        *(w + "s" for w in words.split("|")),
+        *(w[:-1] for w in words.split("|")),
+        *(w.upper() for w in words.split("|")),
+        "the apis were down",
+        "api-gateway",
+        "Production logs",
+        "prodx",
+        "abcd ab",
+        "x-y-z",
+        "xy",
+        "",
+    ]
+    assert [bool(tree.search(s)) for s in samples] == [bool(flat.search(s)) for s in samples]
+    assert sum(bool(flat.search(s)) for s in samples) > 100  # most samples match: the test reads both sides

@@ -55,15 +55,41 @@ _PREFERENCE_EXTRA = re.compile(
     r"|统一用|一律用|给我推荐"
 )
 
+
+def word_tree(words: str) -> str:
+    """`a|b|...` literal words (case as matched) as one prefix tree, `a(?:irflow|pi(?:s)?)|b(?:...)`: Python's
+    `re` tries a flat alternation's words one by one at every word start, a tree's first letters once (_TECH's
+    list: 38 -> 12 us a synthetic upload). Matches where the flat alternation does (a trailing `\\b` decides
+    between `api` and `apis` alike)."""
+    tree: dict[str, dict] = {}
+    for word in words.split("|"):
+        node = tree
+        for ch in word:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def emit(node: dict[str, dict]) -> str:
+        branches = [re.escape(ch) + emit(child) for ch, child in sorted(node.items()) if ch]
+        if not branches:
+            return ""
+        body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+        return f"(?:{body})?" if "" in node else body
+
+    return emit(tree)
+
+
 # Words that mark a technical text: a chat turn without any of them that talks about its speaker is a
 # life memory. Code-shaped tokens (paths, dotted names, snake_case, flags, backticks) count too.
+_TECH_WORDS = (
+    "api|apis|server|servers|database|db|sql|query|queries|release|build|ci|cd|pipeline"
+    "|cluster|pod|pods|container|docker|kubernetes|k8s|git|branch|commit|merge|repo|code|bug|test|tests"
+    "|script|config|cache|index|schema|migration|migrate|warehouse|etl|dag|dags|service|services|endpoint"
+    "|endpoints|backend|frontend|python|java|rust|golang|node|npm|pip|sprint|roadmap|staging|prod|production"
+    "|latency|model|dashboard|data|metrics|log|logs|jenkins|airflow|sso|spark|kafka|redis|postgres"
+    "|webhook|ranking|load-test|traffic|users"
+)
 _TECH = re.compile(
-    r"(?i:\b(?:api|apis|server|servers|database|db|sql|query|queries|deploy\w*|release|build|ci|cd|pipeline"
-    r"|cluster|pod|pods|container|docker|kubernetes|k8s|git|branch|commit|merge|repo|code|bug|test|tests"
-    r"|script|config|cache|index|schema|migration|migrate|warehouse|etl|dag|dags|service|services|endpoint"
-    r"|endpoints|backend|frontend|python|java|rust|golang|node|npm|pip|sprint|roadmap|staging|prod|production"
-    r"|latency|model|dashboard|data|metrics|log|logs|jenkins|airflow|sso|v\d|spark|kafka|redis|postgres"
-    r"|webhook|ranking|load-test|traffic|users)\b)"
+    r"(?i:\b(?:" + word_tree(_TECH_WORDS) + r"|deploy\w*|v\d)\b)"
     # a file name or host (`x.yml`), an identifier with an underscore inside (`max_connections`): written as
     # `[\w-]+\.[a-z]{2,4}\b` and `\b\w+_\w+\b`, which match where these do, and backtracked through every word
     r"|[\w-]\.[a-z]{2,4}\b|\w_\w|`|--\w|/\w+/"
