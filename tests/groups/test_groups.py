@@ -117,6 +117,31 @@ def test_group_memories_are_seen_by_members_only(hub, api, keys):
     assert mid not in search(ann) and details(ann) == 404
 
 
+def test_a_batch_stores_group_memories_for_members_only(api, keys):
+    # Stop 28: a batch's new memories are written by one statement over arrays (create_memories); the group
+    # column goes in one of them. A member's batch item is stored in its group, a non-member's is refused.
+    boss, ann, ben = (h(keys[n]) for n in ("boss", "ann", "ben"))
+    api.post("/groups", json={"name": "ops"}, headers=boss)
+    api.put("/groups/ops/members/ann", headers=boss)
+    items = [
+        {"content": RUNBOOK, "scope": "group", "group": "ops"},
+        {"content": "the on-call rota lives in the shared calendar"},
+    ]
+    r = api.post("/memories/upload-batch", json={"items": items}, headers=ann)
+    assert r.status_code == 200, r.text
+    assert [x["decision"] for x in r.json()["results"]] == ["created", "created"]
+    mid = r.json()["results"][0]["memory_id"]
+    record = api.get(f"/memories/{mid}", headers=ann).json()
+    assert record["scope"] == "group" and record["group"] == "ops"
+    assert api.get(f"/memories/{mid}", headers=ben).status_code == 404
+    r = api.post("/memories/upload-batch", json={"items": items[:1]}, headers=ben)
+    assert (
+        r.status_code == 200
+        and r.json()["refused"] == 1
+        and "not in group" in r.json()["results"][0]["reason"]
+    )
+
+
 def test_group_scope_through_mcp(hub, keys):
     with TestClient(create_app(hub)) as api:
         api.post("/groups", json={"name": "ops"}, headers=h(keys["boss"]))
