@@ -91,14 +91,15 @@ SELECT * FROM memory
 -- for every batch: the driver converts it once, where a multi-row VALUES of ~25 parameters a row cost the
 -- client ~0.3 ms a memory to convert and send. `indexed`: the first rows wait for the worker's index step
 -- while fewer than :pending_max of the tenant's memories wait (as create_memory), the rest are indexed here.
+-- The arrays carry create_memory's parameter names (service.py, _create_memories_params).
 WITH new AS MATERIALIZED (
     SELECT u.*, ARRAY(SELECT jsonb_array_elements_text(u.tags_json)) AS tags
-    FROM unnest(CAST(:ids AS uuid[]), CAST(:memory_types AS text[]), CAST(:contents AS text[]),
-                CAST(:contexts AS text[]), CAST(:resolutions AS text[]), CAST(:tags AS jsonb[]),
-                CAST(:summaries AS text[]), CAST(:overviews AS text[]), CAST(:embeddings AS vector[]),
-                CAST(:content_hashes AS text[]), CAST(:search_docs AS text[]), CAST(:scopes AS text[]),
-                CAST(:group_names AS text[]), CAST(:redacted AS jsonb[]), CAST(:threads AS text[]),
-                CAST(:positions AS integer[]), CAST(:occurred AS timestamptz[]))
+    FROM unnest(CAST(:id AS uuid[]), CAST(:memory_type AS text[]), CAST(:content AS text[]),
+                CAST(:context AS text[]), CAST(:resolution AS text[]), CAST(:tags AS jsonb[]),
+                CAST(:summary_l0 AS text[]), CAST(:overview_l1 AS text[]), CAST(:embedding AS vector[]),
+                CAST(:content_hash AS text[]), CAST(:search_doc AS text[]), CAST(:scope AS text[]),
+                CAST(:group_name AS text[]), CAST(:redacted_entities AS jsonb[]), CAST(:thread AS text[]),
+                CAST(:position AS integer[]), CAST(:occurred_at AS timestamptz[]))
          WITH ORDINALITY AS u(id, memory_type, content, context, resolution, tags_json, summary_l0,
                               overview_l1, embedding, content_hash, search_doc, scope, group_name,
                               redacted_entities, thread, position, occurred_at, n)

@@ -55,6 +55,3 @@ class WalkCache:
             self._known.clear()
         else:
             self._known.pop(tenant_id, None)
-
-    def clear(self) -> None:
-        self._known.clear()

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import bindparam, func, select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from ultron.db.models import Memory, MemoryContribution
@@ -35,12 +35,6 @@ MAX_CONTRIBUTIONS = 500
 def tsvector(*texts: str) -> Any:
     """The SQL expression of the tsvector of `texts`."""
     return func.to_tsvector("simple", fulltext.index_text(*texts))
-
-
-def tsvector_of(name: str) -> Any:
-    """`tsvector` with its text bound as parameter `name`, for a statement run over many rows (each row's
-    text is `fulltext.index_text(*texts)`)."""
-    return func.to_tsvector("simple", bindparam(name))
 
 
 def _own_text(memory: Memory) -> str:

@@ -23,7 +23,6 @@ from psycopg import RawCursor
 from psycopg.rows import namedtuple_row
 from psycopg.types.json import Jsonb
 from sqlalchemy import (
-    Table,
     TextClause,
     bindparam,
     delete,
@@ -298,26 +297,10 @@ def _memory_row(tenant_id: UUID, agent_id: UUID | None, p: _Prepared) -> dict[st
     }
 
 
-def _table(model: type[Any]) -> Table:
-    """A model's table, for Core statements over many rows (no ORM objects built)."""
-    return model.metadata.tables[model.__tablename__]
-
-
-# What a new memory's record needs (to_record), returned by a batch's INSERT.
-_RECORD_COLUMNS = tuple(
-    _table(Memory).c[name]
-    for name in (
-        "id memory_type content context resolution tags summary_l0 overview_l1 tier status scope group_name "
-        "pinned hit_count last_hit_at created_at updated_at redacted_entities valence arousal thread "
-        "position occurred_at importance resolved_at"
-    ).split()
-)
-
-
 def _new_memory_params(memory_id: UUID, actor: Actor, p: _Prepared) -> dict[str, Any]:
-    """`_memory_row` as statement parameters (a single upload's `create_memory`, a batch's INSERT over
-    many rows): the document's text is the parameter `search_doc`, which the statement turns into the
-    search vector (`document.tsvector_of("search_doc")`)."""
+    """`_memory_row` as statement parameters (a single upload's `create_memory`; a batch's
+    `create_memories`, each an array): the document's text is the parameter `search_doc`, which the
+    statement turns into the search vector (`to_tsvector('simple', ...)`)."""
     return {
         "id": memory_id,
         "tenant_id": actor.tenant_id,
@@ -340,27 +323,17 @@ def _new_memory_params(memory_id: UUID, actor: Actor, p: _Prepared) -> dict[str,
 
 
 def _create_memories_params(actor: Actor, created: list[tuple[UUID, _Prepared]]) -> dict[str, Any]:
-    """create_memories' parameters: `_new_memory_params` of each new memory, a column an array."""
-    ps = [p for _, p in created]
+    """create_memories' parameters: each of `_new_memory_params` an array over the new memories (tags and
+    redaction counts as jsonb: their rows differ in length), the tenant and agent once."""
+    rows = [_new_memory_params(memory_id, actor, p) for memory_id, p in created]
+    arrays = {name: [row[name] for row in rows] for name in rows[0] if name not in ("tenant_id", "agent_id")}
+    for name in ("tags", "redacted_entities"):
+        arrays[name] = [Jsonb(value) for value in arrays[name]]
     return {
+        **arrays,
         "tenant_id": actor.tenant_id,
         "agent_id": actor.agent_id,
         "pending_max": indexing.PENDING_MAX,
-        "ids": [memory_id for memory_id, _ in created],
-        "memory_types": [p.memory_type for p in ps],
-        **{f"{name}s": [p.fields[name] for p in ps] for name in ("content", "context", "resolution")},
-        "tags": [Jsonb(p.tags) for p in ps],
-        "summaries": [p.summary_l0 for p in ps],
-        "overviews": [p.overview_l1 for p in ps],
-        "embeddings": [p.embedding for p in ps],
-        "content_hashes": [p.content_hash for p in ps],
-        "search_docs": [fulltext.index_text(*p.fields.values(), *p.tags) for p in ps],
-        "scopes": [p.scope for p in ps],
-        "group_names": [p.group for p in ps],
-        "redacted": [Jsonb(p.redacted) for p in ps],
-        "threads": [p.thread for p in ps],
-        "positions": [p.position for p in ps],
-        "occurred": [p.occurred_at for p in ps],
     }
 
 
