@@ -88,7 +88,7 @@ _SECRET_LEAK_WORDS = (
 # whether a rule matches is read, never where. Security outranks error (a leaked key found
 # through a stack trace is a security memory); error outranks the softer kinds. Error markers are the
 # unambiguous ones (exception names, "failed", 报错): plain "wrong" or 错误 also mark corrections.
-_TYPE_RULES: list[tuple[str, re.Pattern[str] | tuple[re.Pattern[str], ...]]] = [
+_TYPE_RULES: list[tuple[str, re.Pattern[str]]] = [
     (
         "security",
         re.compile(
@@ -132,23 +132,24 @@ _TYPE_RULES: list[tuple[str, re.Pattern[str] | tuple[re.Pattern[str], ...]]] = [
     ),
     (
         "life",
-        (
-            re.compile(
-                r"(?i:\b(?:(?:travel\w*|trip|flights?|airport|airline|boarding|seats?|luggage|visa|hotel|restaurant"
-                # not a Makefile's "recipe lines" / "recipe prefix" / "recipe commands"
-                r"|food|(?<!makefile )(?<!make )recipe(?!s? (?:lines?|prefix|commands?)\b)|cooking|diet"
-                r"|health(?! ?check)|exercise|workout|commute|jet lag)\b|"
-                + _LIFE_PERSONAL_WORDS
-                + r"))|"
-                + _LIFE_PERSONAL_ZH_START
-            ),
-            # its ~50 Chinese words apart, with nothing else: `re` skips to the positions where one of their
-            # first characters stands; with any other alternative beside them (an anchor, English words) it
-            # tried each of them at every position (27.6 against 0.7 us a synthetic upload)
-            re.compile(
-                r"生活|旅行|旅游|乘机|航班|机场|选座|行李|签证|酒店|餐厅|饮食|美食|做饭|健康|睡眠|运动|通勤|"
-                + _LIFE_PERSONAL_ZH
-            ),
+        re.compile(
+            r"(?i:\b(?:(?:travel\w*|trip|flights?|airport|airline|boarding|seats?|luggage|visa|hotel|restaurant"
+            # not a Makefile's "recipe lines" / "recipe prefix" / "recipe commands"
+            r"|food|(?<!makefile )(?<!make )recipe(?!s? (?:lines?|prefix|commands?)\b)|cooking|diet"
+            r"|health(?! ?check)|exercise|workout|commute|jet lag)\b|"
+            + _LIFE_PERSONAL_WORDS
+            + r"))|"
+            + _LIFE_PERSONAL_ZH_START
+        ),
+    ),
+    (
+        # the life rule's ~50 Chinese words, a rule of their own with nothing else: `re` skips to the
+        # positions where one of their first characters stands; with any other alternative beside them (an
+        # anchor, English words) it tried each of them at every position (27.6 against 0.7 us an upload)
+        "life",
+        re.compile(
+            r"生活|旅行|旅游|乘机|航班|机场|选座|行李|签证|酒店|餐厅|饮食|美食|做饭|健康|睡眠|运动|通勤|"
+            + _LIFE_PERSONAL_ZH
         ),
     ),
 ]
@@ -168,8 +169,8 @@ def infer_type(content: str, context: str = "", resolution: str = "") -> str:
 # field may hold tens of kB): enough for the uploads in flight.
 @functools.lru_cache(maxsize=64)
 def _type_of(text: str) -> str:
-    for memory_type, patterns in _TYPE_RULES:
-        if any(p.search(text) for p in (patterns if isinstance(patterns, tuple) else (patterns,))):
+    for memory_type, pattern in _TYPE_RULES:
+        if pattern.search(text):
             return memory_type
     return DEFAULT_TYPE
 
@@ -184,9 +185,9 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-# A line with no letter, digit or CJK character: a traceback's `^^^^` under the failing expression, a rule
-# of `=====` or `-----`, a lone bracket.
-_MARKER_LINE = re.compile(r"[^\w\u4e00-\u9fff]*")
+# A line with no word character (letters, CJK ones included, digits, `_`): a traceback's `^^^^` under the
+# failing expression, a rule of `=====` or `-----`, a lone bracket.
+_MARKER_LINE = re.compile(r"\W*")
 
 
 def _without_marker_lines(text: str) -> str:
