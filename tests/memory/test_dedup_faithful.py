@@ -9,6 +9,7 @@ from sqlalchemy import func, select
 
 from ultron.db.models import Memory
 from ultron.hub import build_worker
+from ultron.memory import faithful
 from ultron.memory.schemas import UploadRequest
 from ultron.tenancy import local_actor
 
@@ -66,6 +67,26 @@ DIFFERENT_FACTS = [
         "巴塞罗那在决赛中击败了皇家马德里。", "皇家马德里在决赛中击败了巴塞罗那。", id="zh-winner-swapped"
     ),
     pytest.param("吃蜈蚣有毒吗？", "被蜈蚣咬了有毒吗？", id="zh-question-object"),
+    # Direction words (up / down, before / after, on / off, in / out, to / from) are function words to the
+    # content checks: these pairs differed in nothing else they read, and merged automatically.
+    pytest.param(
+        "Memory usage went up after the upgrade.", "Memory usage went down after the upgrade.", id="up-down"
+    ),
+    pytest.param(
+        "Run the migrations before the deploy.", "Run the migrations after the deploy.", id="before-after"
+    ),
+    pytest.param(
+        "Turn the cache on for the staging build.", "Turn the cache off for the staging build.", id="on-off"
+    ),
+    pytest.param("Opt in to the beta channel.", "Opt out of the beta channel.", id="opt-in-out"),
+    pytest.param(
+        "Users must log in before the export.", "Users must log out before the export.", id="log-in-out"
+    ),
+    pytest.param(
+        "Copy the nightly dump to the backup bucket.",
+        "Copy the nightly dump from the backup bucket.",
+        id="to-from",
+    ),
 ]
 
 
@@ -120,3 +141,29 @@ def test_consolidation_never_merges_back_a_split_contribution(make_hub):
     outcome = build_worker(hub).run_cycle(("consolidate",))[0]
     assert outcome.status == "ok" and outcome.counts["merged"] == 0
     assert active(hub) == 2
+
+
+DIRECTION_FLIPS = [
+    ("Memory usage went up after the upgrade.", "Memory usage went down after the upgrade."),
+    ("Scale the workers up at night.", "Scale the workers down at night."),
+    ("Run the migrations before the deploy.", "Run the migrations after the deploy."),
+    ("Opt in to the beta channel.", "Opt out of the beta channel."),
+    ("Copy the nightly dump to the backup bucket.", "Copy the nightly dump from the backup bucket."),
+]
+SAME_DIRECTION = [
+    ("Turn the cache off for staging builds.", "For staging builds, turn the cache off."),
+    ("Run the migrations before the deploy.", "Before the deploy, run the migrations."),
+    ("Scale the workers up at night.", "At night, scale up the workers."),
+]
+
+
+@pytest.mark.parametrize(("first", "second"), DIRECTION_FLIPS)
+def test_a_flipped_direction_word_is_another_fact_to_both_gates(first, second):
+    a, b = {"content": first}, {"content": second}
+    assert "direction" in faithful.disagreements(a, b)
+    assert not faithful.may_merge_automatically(a, b) and not faithful.may_merge_judged(a, b)
+
+
+@pytest.mark.parametrize(("first", "second"), SAME_DIRECTION)
+def test_the_same_direction_words_moved_in_the_sentence_still_agree(first, second):
+    assert faithful.same_fact({"content": first}, {"content": second})

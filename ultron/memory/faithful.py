@@ -15,6 +15,8 @@ that reads a bag of words. Cosine finds candidates; this module says whether a c
   ... returned to South Africa" vs the reverse); or the content words two matching clauses share come in
   another order ("the dog bit the man" vs "the man bit the dog").
 - negation: one text negates more often than the other.
+- direction: one text holds a direction word more often and the other its opposite (went up / down, before /
+  after the deploy, turn on / off, log in / out, copy to / from): function words to every check above.
 - question: either is a question and their content words differ (the question's object: "is eating a
   centipede poisonous" vs "is a centipede bite poisonous").
 
@@ -28,6 +30,7 @@ from __future__ import annotations
 import difflib
 import functools
 import re
+from collections import Counter
 from typing import Any
 
 from ultron.memory import fulltext
@@ -68,6 +71,17 @@ _QUESTION = re.compile(
     r"|^\s*(?:谁|什么|哪|怎么|为什么|如何|是否)",
     re.IGNORECASE,
 )
+# Function words whose opposite states another fact; both sides must move for a difference, so a paraphrase
+# that only drops or adds one ("scale the workers up" / "add workers") still agrees.
+_OPPOSITES = (
+    ("up", "down"),
+    ("before", "after"),
+    ("on", "off"),
+    ("in", "out"),
+    ("into", "out"),
+    ("to", "from"),
+)
+_DIRECTION_WORD = re.compile(r"\b(?:up|down|before|after|on|off|in|out|into|to|from)\b", re.IGNORECASE)
 _MONTHS = "january february march april june july august september october november december".split()
 _WEEKDAYS = "monday tuesday wednesday thursday friday saturday sunday".split()
 _ZH_NUMBER = re.compile(
@@ -293,6 +307,17 @@ def _negations_differ(a: dict[str, Any], b: dict[str, Any]) -> bool:
     return bool(fix_a.strip() and fix_b.strip()) and negations(fix_a) != negations(fix_b)
 
 
+def _directions_differ(text_a: str, text_b: str) -> bool:
+    """One text holds a direction word more often than the other, and the other its opposite more often."""
+    count_a = Counter(w.lower() for w in _DIRECTION_WORD.findall(text_a))
+    count_b = Counter(w.lower() for w in _DIRECTION_WORD.findall(text_b))
+    return any(
+        (count_a[x] > count_b[x] and count_b[y] > count_a[y])
+        or (count_a[y] > count_b[y] and count_b[x] > count_a[x])
+        for x, y in _OPPOSITES
+    )
+
+
 def is_question(text: str) -> bool:
     return any(_QUESTION.search(line) for line in text.splitlines() if line.strip())
 
@@ -321,6 +346,8 @@ def disagreements(a: dict[str, Any], b: dict[str, Any], *, strict: bool = True) 
         found.append("words")
     if _negations_differ(a, b):
         found.append("negation")
+    if _directions_differ(text_a, text_b):
+        found.append("direction")
     if (is_question(text_a) or is_question(text_b)) and words_a != words_b:
         found.append("question")
     return found
