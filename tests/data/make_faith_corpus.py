@@ -317,6 +317,38 @@ def product_text(t: T) -> str:
     )
 
 
+# fmt: off
+# Products named by two capitalised words, the first a plain English word or none (stop 29): before a
+# verb, the name rules read them as someone doing something ("Git Bash rewrites ...").
+PRODUCT_PHRASES = [
+    'Git Bash', 'Cloud Run', 'Mac Mini', 'Visual Studio', 'Android Studio', 'Google Cloud', 'Azure Functions',
+    'Power BI', 'Docker Desktop', 'Jupyter Notebook', 'Windows Defender', 'Amazon Linux', 'Red Hat',
+    'Apple Silicon', 'Home Assistant', 'Sublime Text', 'Spring Boot', 'Unity Catalog', 'Active Directory',
+    'Stack Overflow', 'Little Snitch', 'Maven Central', 'Blue Ocean', 'Rocket Chat', 'Elastic Beanstalk',
+    'Cloud Build', 'Cloud Functions', 'Firebase Hosting', 'Gitea Actions', 'Azure Pipelines', 'Chrome Canary',
+    'Deno Deploy', 'Kafka Connect', 'Spark Streaming', 'Delta Lake', 'Vertex AI', 'Step Functions',
+    'Cloud Shell', 'Time Machine', 'Quick Look', 'Spot Instances', 'Edge Functions', 'Secret Manager',
+    'Container Registry', 'Load Balancer', 'Object Storage', 'Data Factory', 'Event Hubs', 'Service Bus',
+]
+# fmt: on
+
+
+def product_phrase_text(t: T) -> str:
+    a = t.c(PRODUCT_PHRASES)
+    return t.c(
+        [
+            f"{a} rewrites the paths that start with a slash.",
+            f"{a} scales to zero when the queue is idle.",
+            f"{a} needs {t.n(2, 16)} GB of memory for the full build.",
+            f"{a} crashes when the project has more than {t.n(100, 900)} modules.",
+            f"{a} caches the old config until the next restart.",
+            f"{a} restarts after every change to the settings file.",
+            f"{a} runs the same workflow files as the main pipeline.",
+            f"After the upgrade {a} drops the connection every {t.n(5, 60)} minutes.",
+        ]
+    )
+
+
 def place_text(t: T) -> str:
     a, b = t.rng.sample(PLACES, 2)
     return t.c(
@@ -420,6 +452,9 @@ TECH_FAMILIES: list[tuple[str, str, Callable[[T], str], int]] = [
     ("public_ip", "en", public_dns, 20),
     ("secret", "en", secrets, 35),
     ("chinese", "zh", zh_text, 40),
+]
+LATER_TECH_FAMILIES: list[tuple[str, str, Callable[[T], str], int]] = [
+    ("product_phrase", "en", product_phrase_text, 60),
 ]
 
 
@@ -593,6 +628,12 @@ def generate() -> tuple[list[dict], list[dict]]:
         _snippet("name", i, s["lang"], s["kind"], s["text"], [{"type": "PERSON", "value": s["value"]}])
         for i, s in enumerate(name_sentences(rng))
     ]
+    # Families added later draw from a generator of their own: the snippets above stay as they were.
+    later = random.Random(SEED + 29)
+    for kind, lang, make, count in LATER_TECH_FAMILIES:
+        for _ in range(count):
+            t = T(later)
+            technical.append(_snippet("tech", len(technical), lang, kind, make(t), t.entities))
     return technical, names
 
 

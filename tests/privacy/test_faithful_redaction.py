@@ -49,6 +49,10 @@ KEPT = [
     ("Hash Join  (cost=61.00..335.50 rows=245 width=48)", ["61.00..335.50"]),
     ("$ dig example.org +short\n93.184.215.14", ["93.184.215.14"]),
     ("Upgrade Ruby Gems before the Hugo Extended build.", ["Ruby Gems", "Hugo Extended"]),
+    # two capitalised words before a verb, the first a plain English word: a product, not someone (stop 29)
+    ("Git Bash rewrites paths that start with a slash.", ["Git Bash"]),
+    ("Cloud Run scales to zero when idle.", ["Cloud Run"]),
+    ("Mac Mini builds the iOS app in eight minutes.", ["Mac Mini"]),
     # a word glued to code syntax is code, even after "called" (a person cue in "a friend called Mara")
     ("thread 'main' panicked at 'called Option::unwrap() on a None value'", ["Option::unwrap()"]),
     ("The handler called Result.unwrap_or_default() and moved on.", ["Result.unwrap_or_default()"]),

@@ -10,8 +10,10 @@ So a span the model calls a person is kept only when the context agrees:
 * a span whose first word is a known given name (GIVEN_NAMES), or that a person cue surrounds (a title,
   a kin word or `named` before it; a possessive `'s` or a verb only people do after it) is a person;
 * otherwise a single word is not (a product, a place, a label, an imperative); two or more words followed
-  by a verb ("Lena Park flies") are; a span at the start of a line or sentence, in a heading or before a
-  colon is not when its first word is an English word; and a span made only of English words
+  by a verb ("Xochitl Park flies") are, unless the first is an English word that is no given name
+  (WORD_NAMES: "Summer Jones runs" is someone; "Git Bash rewrites", "Cloud Run scales": products); a
+  span at the start of a line or sentence, in a heading or before a colon is not when its first word is
+  an English word; and a span made only of English words
   (`Important Boundaries`, `Getting Started`) is not anywhere.
 
 English words are the model's own lemmatizer index (WordNet lemmas, shipped inside the model package);
@@ -98,6 +100,14 @@ GIVEN_NAMES = frozenset(
 AMBIGUOUS_GIVEN = frozenset(
     "Will Mark Grace Rose June April May Faith Hope Joy Bill Art Rich Frank Ruby Julia Hugo Ada "
     "Pascal".split()
+)
+# Given names that are ordinary English words too, the ambiguous ones and more: before a verb they still
+# make a two-word span someone ("Summer Jones runs the team"), where a plain word does not ("Cloud Run
+# scales").
+WORD_NAMES = AMBIGUOUS_GIVEN | frozenset(
+    "Summer Autumn River Sky Hunter Chase Dawn Ivy Iris Daisy Violet Hazel Pearl Drew Ray Dean Victor Rusty "
+    "Sunny Robin Jay Gene Earl Guy Rod Max Zephyr Crystal Jasmine Sterling Mason Cliff Dale Glen Grant Lance "
+    "Miles Pierce Reed Wade Penny Ginger Misty Luna Stella".split()
 )
 # Last words of company names: "Yukos Oil", "Tencent Holdings", "Exxon Mobil".
 ORG_SUFFIXES = frozenset(
@@ -201,8 +211,10 @@ def person_in_context(text: str, start: int, end: int, words: list[str]) -> bool
         return True
     if len(words) == 1:
         return False
-    if _VERB_AFTER.match(after):
-        return True  # "Lena Park flies to Lisbon": two name words doing something
+    if _VERB_AFTER.match(after) and (not english_word(words[0]) or words[0] in WORD_NAMES):
+        # "Xochitl Park flies to Lisbon", "Bill Gates founded": two name words doing something. A span
+        # whose first word is a plain English word ("Git Bash rewrites", "Cloud Run scales") is a product.
+        return True
     structural = bool(_STRUCTURAL_BEFORE.search(before)) or after.startswith(":") or _in_heading(text, start)
     if structural and english_word(words[0]):
         return False
