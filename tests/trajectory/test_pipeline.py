@@ -146,3 +146,21 @@ def test_a_failing_step_is_recorded_and_retried_later_not_forever(hub, monkeypat
     segment = _segments(hub)[0]
     assert segment.stage == "score" and segment.attempts == 1 and "scoring exploded" in segment.last_error
     assert build_worker(hub).process_due()["failed"] == 0  # backed off: not due yet
+
+
+def test_a_codex_session_opening_with_agents_md_gives_the_task_its_errors_and_the_fix(make_hub):
+    # Codex CLI's shape as it is now: AGENTS.md and the environment as the session's first user turns, and
+    # commands as ["bash", "-lc", ...]; a jest failure, a patch, a passing run
+    hub = make_hub(ingest_segment_inline=False)
+    _ingest(hub, fixture_file("codex_agents_md.jsonl"))
+    counts = build_worker(hub).process_due()
+    assert counts["memories"] == 1 and counts["failed"] == 0
+    (segment,) = _segments(hub)
+    assert segment.topic.startswith("The cart total test fails after the currency refactor")
+    with hub.db.session() as session:
+        memory = session.execute(select(Memory)).scalar_one()
+    assert memory.content.startswith("The cart total test fails after the currency refactor")
+    assert "AGENTS.md" not in memory.content and "environment_context" not in memory.content
+    assert "● cart total › formats prices above 999" in memory.content
+    assert memory.resolution.startswith("apply_patch <<'EOF'")
+    assert memory.resolution.endswith("Verified with: `pnpm test`")

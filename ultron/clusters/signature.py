@@ -52,8 +52,13 @@ def signature(line: str) -> str:
 
 
 def signatures(lines: list[str]) -> list[str]:
-    """The lines' signatures, each once, in order (empty ones dropped)."""
-    return list(dict.fromkeys(s for s in map(signature, lines) if s))
+    """The lines' signatures, each once, in order (empty ones and ones of only generic words, like jest's
+    `FAIL <file>` -> "FAIL", dropped: every run of the tool shares them)."""
+    return list(dict.fromkeys(s for s in map(signature, lines) if s and not _only_generic(s)))
+
+
+def _only_generic(sig: str) -> bool:
+    return set(re.findall(r"\w+", sig.lower())) <= _GENERIC
 
 
 ERRORS_HEADING = "Errors met:"  # how a memory extracted from a session lists its error lines
@@ -66,7 +71,7 @@ _HEAD = re.compile(
     r"(?P<kind>\[\w+\]|\*\*\*|error\[(?P<code>[A-Z]+\d+)\]|fatal error|error|warning)?:?\s*"
 )
 # Words that say nothing about which error it is: a message of only these is no title.
-_GENERIC = frozenset("error errors stop failed failure fatal exit status returned terminated".split())
+_GENERIC = frozenset("error errors stop fail failed failure fatal exit status returned terminated".split())
 
 
 def error_lines_of(content: str) -> list[str]:

@@ -32,6 +32,7 @@ EDIT_CHARS = 600
 # Error lines by the shapes tools print them; the first group are the specific ones, kept first.
 _SPECIFIC = re.compile(
     r"^.*(?:\[emerg\]|\[crit\]|\*\*\* .*(?:Error \d+|Stop\.)|error\[E\d+\]|^FAILED\b|^E\s{2,}\S"
+    r"|^FAIL\s+\S|^\s*● \S"  # jest / vitest: the failing file, the failing test's title
     r"|undefined reference|\b[A-Z]\w*(?:Error|Exception)\b:|\bfatal error\b|\berror:|\bpanicked at\b"
     r"|command not found|No such file or directory|Permission denied|assert(?:ion)? ?(?:error|failed)).*$",
     re.MULTILINE,
@@ -51,6 +52,8 @@ _EDIT_COMMAND = re.compile(
     r"\bsed -i|\bperl -p?i|\bcat\s*>|\bcat <<|>\s*[\w./-]+\s*<<|\btee\b|\bpatch\b|\bgit apply\b"
     r"|\becho .*>\s*\S|\bprintf .*>\s*\S|\bapply_patch\b"
 )
+_SHELL = re.compile(r"(?:/usr)?(?:/bin/)?(?:ba|z|da|k)?sh|(?:/usr/bin/env )?(?:bash|zsh|sh)")
+_SHELL_FLAGS = ("-c", "-lc", "-ic", "-cl", "-ilc")
 _EXIT = re.compile(
     r"(?:exit(?:ed)?(?: with)?(?: code| status)?|return ?code|exit_?code)\"?[ \t]*[:=]?[ \t]*(\d+)", re.I
 )
@@ -88,6 +91,9 @@ def command_of(call: dict[str, Any]) -> str:
     args = _args(call)
     value = args.get("command") or args.get("cmd") or args.get("script") or ""
     if isinstance(value, list):
+        # Codex CLI sends ["bash", "-lc", "<command>"]: the command is the script, not the shell
+        if len(value) == 3 and _SHELL.fullmatch(str(value[0])) and str(value[1]) in _SHELL_FLAGS:
+            value = [value[2]]
         value = " ".join(str(v) for v in value)
     if not value and isinstance(args.get("args"), str):  # a tool named after its program: pytest(args=...)
         value = f"{call.get('name') or ''} {args['args']}"

@@ -20,7 +20,7 @@ from typing import Any
 from ultron.clusters.signature import ERRORS_HEADING, signatures
 from ultron.providers.tokens import count_tokens, truncate_to_tokens
 from ultron.trajectory.evidence import error_lines, fix_of, strip_boilerplate, verification
-from ultron.trajectory.messages import Message
+from ultron.trajectory.messages import Message, own_words
 from ultron.trajectory.metrics import transcript
 
 FIELD_TOKENS = 600
@@ -31,8 +31,8 @@ VERIFIED = "Verified with:"
 
 def _first_user(messages: list[Message], boilerplate: frozenset[str]) -> str:
     for m in messages:
-        if m.role == "user" and m.content.strip():
-            return strip_boilerplate(m.content, boilerplate) or m.content.strip()
+        if m.role == "user" and (said := own_words(m.content)):
+            return strip_boilerplate(said, boilerplate) or said
     return ""
 
 

@@ -15,7 +15,7 @@ from datetime import timedelta
 from typing import Any
 
 from ultron.providers.tokens import count_tokens, truncate_to_tokens
-from ultron.trajectory.messages import Message
+from ultron.trajectory.messages import Message, own_words
 
 log = logging.getLogger(__name__)
 
@@ -75,16 +75,16 @@ def _words(text: str) -> set[str]:
 
 def _topic(messages: list[Message], start: int, end: int) -> str:
     for m in messages[start : end + 1]:
-        if m.role == "user" and m.content.strip():
-            return " ".join(m.content.split())[:TOPIC_CHARS]
+        if m.role == "user" and (said := own_words(m.content)):
+            return " ".join(said.split())[:TOPIC_CHARS]
     return ""
 
 
-def _is_new_goal(m: Message, goal_words: set[str]) -> bool:
-    if _NEW_TASK.search(m.content):
+def _is_new_goal(said: str, goal_words: set[str]) -> bool:
+    if _NEW_TASK.search(said):
         return True
-    words = _words(m.content)
-    if len(words) < FOLLOWUP_MAX_WORDS or _FOLLOW_UP.search(m.content):
+    words = _words(said)
+    if len(words) < FOLLOWUP_MAX_WORDS or _FOLLOW_UP.search(said):
         return False
     return len(words & goal_words) / len(words) < GOAL_OVERLAP_MIN
 
@@ -98,14 +98,16 @@ def heuristic_spans(messages: list[Message]) -> list[Span]:
     open_calls: set[str] = set()
     answered = False
     for i, m in enumerate(messages):
-        if i > 0 and m.role == "user" and m.content.strip() and not open_calls and answered:
+        # the user's own words: a harness's instructions or context blocks start no task and set no goal
+        said = own_words(m.content) if m.role == "user" else ""
+        if i > 0 and said and not open_calls and answered:
             prev = messages[i - 1].sent_at
             gap = prev is not None and m.sent_at is not None and m.sent_at - prev >= TIME_GAP
-            if gap or _is_new_goal(m, goal_words):
+            if gap or _is_new_goal(said, goal_words):
                 starts.append(i)
                 goal_words, answered = set(), False
         if m.role == "user":
-            goal_words |= _words(m.content)
+            goal_words |= _words(said)
         elif m.role == "assistant":
             answered = answered or bool(m.content.strip() or m.tool_calls)
             open_calls |= {c.get("id") or f"#{i}" for c in m.tool_calls or []}
