@@ -164,3 +164,22 @@ def test_a_codex_session_opening_with_agents_md_gives_the_task_its_errors_and_th
     assert "● cart total › formats prices above 999" in memory.content
     assert memory.resolution.startswith("apply_patch <<'EOF'")
     assert memory.resolution.endswith("Verified with: `pnpm test`")
+
+
+def test_a_fix_that_passed_is_kept_when_the_next_request_in_the_session_fails(make_hub):
+    # Claude Code: a /clear command, a system reminder glued to the task, the fix checked and passing; then
+    # "thanks! now also add a test for the BOM case", whose run fails. That request was read as a follow-up
+    # of one task whose last check failed: nothing was kept of the fix.
+    hub = make_hub(ingest_segment_inline=False)
+    _ingest(hub, fixture_file("claude_code_followup.jsonl"))
+    counts = build_worker(hub).process_due()
+    assert counts["new_segments"] == 2 and counts["memories"] == 1 and counts["failed"] == 0
+    first, second = _segments(hub)
+    assert first.topic.startswith("the nightly ETL dies with UnicodeDecodeError")
+    assert second.topic.startswith("thanks! now also add a test")
+    with hub.db.session() as session:
+        memory = session.execute(select(Memory)).scalar_one()
+    assert memory.content.startswith("the nightly ETL dies with UnicodeDecodeError")
+    assert "system-reminder" not in memory.content and "todo list" not in memory.content
+    assert 'encoding="utf-8-sig"' in memory.resolution
+    assert memory.resolution.endswith("Verified with: `python -m pytest tests/test_load.py -q`")

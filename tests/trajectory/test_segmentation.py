@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from ultron.ingestion.formats import parse_session
 from ultron.trajectory.canonical import fingerprint
 from ultron.trajectory.messages import Message
@@ -108,3 +110,37 @@ def test_metrics_read_the_trajectory():
     ]
     assert heuristic_metrics(corrected)["user_corrections"].value == 0.5
     assert weighted_total(heuristic_metrics(corrected)) < 0.7
+
+
+def _fixed_then(reply: str) -> list[Message]:
+    edit = [
+        {"id": "e", "name": "Edit", "arguments": {"file_path": "a.py", "old_string": "x", "new_string": "y"}}
+    ]
+    check = [{"id": "t", "name": "Bash", "arguments": {"command": "pytest -q"}}]
+    return [
+        Message("user", "the loader crashes on files with a byte order mark, make it handle them"),
+        Message("assistant", "", tool_calls=edit),
+        Message("tool", "edited", tool_call_id="e"),
+        Message("assistant", "", tool_calls=check),
+        Message("tool", "4 passed in 0.31s", tool_call_id="t", is_error=False),
+        Message("assistant", "Fixed: the loader opens files as utf-8-sig."),
+        Message("user", reply),
+        Message("assistant", "On it."),
+    ]
+
+
+def test_a_request_after_a_finished_task_is_a_task_of_its_own():
+    spans = heuristic_spans(_fixed_then("thanks! now also add a test for the byte order mark case"))
+    assert [(s.start, s.end) for s in spans] == [(0, 5), (6, 7)]
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "thanks, but the loader still crashes on the acme file",
+        "same error on the byte order mark file",
+        "thanks!",
+    ],
+)
+def test_a_reply_that_the_work_is_not_done_stays_in_its_task(reply):
+    assert [(s.start, s.end) for s in heuristic_spans(_fixed_then(reply))] == [(0, 7)]

@@ -15,6 +15,7 @@ from datetime import timedelta
 from typing import Any
 
 from ultron.providers.tokens import count_tokens, truncate_to_tokens
+from ultron.trajectory.evidence import edit_of, verification
 from ultron.trajectory.messages import Message, own_words
 
 log = logging.getLogger(__name__)
@@ -80,6 +81,27 @@ def _topic(messages: list[Message], start: int, end: int) -> str:
     return ""
 
 
+# A turn that reports the work is not done ("it still fails", "same error"): the task goes on.
+_NOT_DONE = re.compile(
+    r"\b(?:still|again|same|fails?|failed|failing|error|errors|broken|crash\w*|wrong|doesn'?t|does not|"
+    r"didn'?t|did not|isn'?t|not work\w*|revert|undo)\b|还是|仍然|报错|失败|不行|没用",
+    re.IGNORECASE,
+)
+
+
+def _verified(messages: list[Message]) -> bool:
+    """The work so far was changed and checked, and the last check passed: a finished task."""
+    check = verification(messages)
+    edited = any(edit_of(call) for m in messages for call in m.tool_calls or [])
+    return edited and check is not None and check.passed
+
+
+def _asks_more(said: str) -> bool:
+    """A turn asking for more work after a finished task ("thanks! now also add a test for it"): a task of
+    its own, with its own outcome, even though it opens like a follow-up and shares the task's words."""
+    return len(_words(said)) >= FOLLOWUP_MAX_WORDS and not _NOT_DONE.search(said)
+
+
 def _is_new_goal(said: str, goal_words: set[str]) -> bool:
     if _NEW_TASK.search(said):
         return True
@@ -90,7 +112,8 @@ def _is_new_goal(said: str, goal_words: set[str]) -> bool:
 
 
 def heuristic_spans(messages: list[Message]) -> list[Span]:
-    """Split at user turns that start a new goal, after a long pause, outside any open tool run."""
+    """Split at user turns that start a new goal or ask for more after a finished task (changed, checked and
+    passed: the next request's outcome is its own), after a long pause, outside any open tool run."""
     if not messages:
         return []
     starts = [0]
@@ -103,7 +126,8 @@ def heuristic_spans(messages: list[Message]) -> list[Span]:
         if i > 0 and said and not open_calls and answered:
             prev = messages[i - 1].sent_at
             gap = prev is not None and m.sent_at is not None and m.sent_at - prev >= TIME_GAP
-            if gap or _is_new_goal(said, goal_words):
+            done = _asks_more(said) and _verified(messages[starts[-1] : i])
+            if gap or done or _is_new_goal(said, goal_words):
                 starts.append(i)
                 goal_words, answered = set(), False
         if m.role == "user":
