@@ -148,17 +148,22 @@ def test_a_failing_step_is_recorded_and_retried_later_not_forever(hub, monkeypat
     assert build_worker(hub).process_due()["failed"] == 0  # backed off: not due yet
 
 
+def _the_memory_of(make_hub, fixture: str):  # type: ignore[no-untyped-def]
+    """Ingest one fixture, run the worker's trajectory steps: (their counts, the segments, the one memory)."""
+    hub = make_hub(ingest_segment_inline=False)
+    _ingest(hub, fixture_file(fixture))
+    counts = build_worker(hub).process_due()
+    assert counts["memories"] == 1 and counts["failed"] == 0
+    with hub.db.session() as session:
+        memory = session.execute(select(Memory)).scalar_one()
+    return counts, _segments(hub), memory
+
+
 def test_a_codex_session_opening_with_agents_md_gives_the_task_its_errors_and_the_fix(make_hub):
     # Codex CLI's shape as it is now: AGENTS.md and the environment as the session's first user turns, and
     # commands as ["bash", "-lc", ...]; a jest failure, a patch, a passing run
-    hub = make_hub(ingest_segment_inline=False)
-    _ingest(hub, fixture_file("codex_agents_md.jsonl"))
-    counts = build_worker(hub).process_due()
-    assert counts["memories"] == 1 and counts["failed"] == 0
-    (segment,) = _segments(hub)
+    _, (segment,), memory = _the_memory_of(make_hub, "codex_agents_md.jsonl")
     assert segment.topic.startswith("The cart total test fails after the currency refactor")
-    with hub.db.session() as session:
-        memory = session.execute(select(Memory)).scalar_one()
     assert memory.content.startswith("The cart total test fails after the currency refactor")
     assert "AGENTS.md" not in memory.content and "environment_context" not in memory.content
     assert "● cart total › formats prices above 999" in memory.content
@@ -170,15 +175,10 @@ def test_a_fix_that_passed_is_kept_when_the_next_request_in_the_session_fails(ma
     # Claude Code: a /clear command, a system reminder glued to the task, the fix checked and passing; then
     # "thanks! now also add a test for the BOM case", whose run fails. That request was read as a follow-up
     # of one task whose last check failed: nothing was kept of the fix.
-    hub = make_hub(ingest_segment_inline=False)
-    _ingest(hub, fixture_file("claude_code_followup.jsonl"))
-    counts = build_worker(hub).process_due()
-    assert counts["new_segments"] == 2 and counts["memories"] == 1 and counts["failed"] == 0
-    first, second = _segments(hub)
+    counts, (first, second), memory = _the_memory_of(make_hub, "claude_code_followup.jsonl")
+    assert counts["new_segments"] == 2
     assert first.topic.startswith("the nightly ETL dies with UnicodeDecodeError")
     assert second.topic.startswith("thanks! now also add a test")
-    with hub.db.session() as session:
-        memory = session.execute(select(Memory)).scalar_one()
     assert memory.content.startswith("the nightly ETL dies with UnicodeDecodeError")
     assert "system-reminder" not in memory.content and "todo list" not in memory.content
     assert 'encoding="utf-8-sig"' in memory.resolution
