@@ -10,7 +10,7 @@ import pytest
 from ultron.clusters.signature import signatures
 from ultron.trajectory.evidence import boilerplate, command_of, error_lines, strip_boilerplate, verification
 from ultron.trajectory.extraction import heuristic_experience
-from ultron.trajectory.messages import Message
+from ultron.trajectory.messages import Message, own_words
 from ultron.trajectory.metrics import heuristic_metrics, is_tool_error
 from ultron.trajectory.segmentation import heuristic_spans
 
@@ -183,3 +183,35 @@ def test_a_jest_failure_gives_its_file_and_its_test_not_the_tally():
     assert lines == ["FAIL src/cart/total.test.ts", "● cart total › formats prices above 999"]
     # "FAIL" alone is every jest run's: no signature of it pulls unrelated runs together
     assert signatures(lines) == ["● cart total › formats prices above"]
+
+
+OPENHANDS_TASK = (
+    "<uploaded_files>\n/workspace/requests__requests__2.31\n</uploaded_files>\nI've uploaded a python code "
+    "repository in the directory requests__requests__2.31. Consider the following issue description:\n\n"
+    "<issue_description>\nThe config loader crashes on start when the port has a stray letter\n"
+    "</issue_description>\n\nCan you help me implement the necessary changes to the repository so that the "
+    "requirements specified in the <issue_description> are met?"
+)
+
+
+def test_a_task_block_is_the_task_and_the_template_around_it_the_harnesss():
+    messages = [Message("user", OPENHANDS_TASK), *_run(("python -m app", TRACEBACK, False))[1:]]
+    (item,) = heuristic_experience(messages, "config", 0.9)
+    task = "The config loader crashes on start when the port has a stray letter"
+    assert item["content"].startswith(task + "\nErrors met:")
+    assert heuristic_spans(messages)[0].topic == task
+    cursor = "<user_info>\nOS: linux 6.8\n</user_info>\n<user_query>\nwhy does the docker build fail?\n"
+    cursor += "</user_query>"
+    assert own_words(cursor) == "why does the docker build fail?"
+
+
+def test_the_directory_a_command_ran_in_is_not_part_of_the_command():
+    def cmd(command: str) -> str:
+        return command_of({"name": "execute_bash", "arguments": json.dumps({"command": command})})
+
+    assert (
+        cmd("cd /workspace/requests__requests__2.31 && python -m pytest tests -q")
+        == "python -m pytest tests -q"
+    )
+    assert cmd("cd 'my project' && make") == "make"
+    assert cmd("cd /srv/app") == "cd /srv/app"

@@ -52,6 +52,7 @@ _EDIT_COMMAND = re.compile(
     r"\bsed -i|\bperl -p?i|\bcat\s*>|\bcat <<|>\s*[\w./-]+\s*<<|\btee\b|\bpatch\b|\bgit apply\b"
     r"|\becho .*>\s*\S|\bprintf .*>\s*\S|\bapply_patch\b"
 )
+_CD = re.compile(r"^cd\s+(?:\"[^\"]*\"|'[^']*'|\S+)\s*&&\s*(?=\S)")
 _SHELL = re.compile(r"(?:/usr)?(?:/bin/)?(?:ba|z|da|k)?sh|(?:/usr/bin/env )?(?:bash|zsh|sh)")
 _SHELL_FLAGS = ("-c", "-lc", "-ic", "-cl", "-ilc")
 _EXIT = re.compile(
@@ -97,7 +98,8 @@ def command_of(call: dict[str, Any]) -> str:
         value = " ".join(str(v) for v in value)
     if not value and isinstance(args.get("args"), str):  # a tool named after its program: pytest(args=...)
         value = f"{call.get('name') or ''} {args['args']}"
-    return str(value).strip()
+    # "cd /workspace/repo && pytest -q": the directory is one run's, the command is what was run
+    return _CD.sub("", str(value).strip())
 
 
 def edit_of(call: dict[str, Any]) -> str:

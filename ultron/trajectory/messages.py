@@ -84,11 +84,24 @@ _HARNESS_LINE = re.compile(
 )
 
 
+# The block a harness wraps the task in, inside its own template: OpenHands' `<issue_description>` after
+# `<uploaded_files>` and "I've uploaded a python code repository ...", SWE-agent's `<pr_description>`,
+# Cursor's `<user_query>` after its `<user_info>` and rules.
+_TASK_BLOCK = re.compile(
+    r"<(issue_description|pr_description|problem_statement|user_query|issue|task)>(.*?)</\1>",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
 def own_words(text: str) -> str:
     """A user turn without what its harness wrote into it (see _HARNESS_TAG); "" when that was all of it.
     The task, its topic and its goal words are read from this, never from the instructions file a harness
-    sends as the first user message of every session."""
+    sends as the first user message of every session. A turn that wraps its task in a task block
+    (_TASK_BLOCK) is that block's text: the template around it is the harness's."""
     if "<" not in text and "Caveat:" not in text and "# AGENTS.md" not in text:
         return text.strip()
+    task = _TASK_BLOCK.search(text)
+    if task is not None and task.group(2).strip():
+        return task.group(2).strip()
     kept = _HARNESS_LINE.sub("", _HARNESS_BLOCK.sub("", text))
     return re.sub(r"\n{3,}", "\n\n", kept).strip()
