@@ -54,6 +54,22 @@ def test_a_title_names_the_error_the_members_share():
         assert not re.search(r"/|`|\"|'|:\d|0x|proxy_|sqrt", title), title  # no path, name, number
 
 
+def test_a_message_most_members_share_titles_them_when_no_tool_or_kind_does():
+    # jest setup failures (ultron/trajectory/evidence.py keeps them in this order): no "tool:" or kind to
+    # head a title; before, no title at all, and the skill was named from common words ("Clone Find Fresh
+    # Module")
+    members = [
+        [
+            f"Cannot find module '{pkg}' from 'src/{where}.ts'",
+            "● Test suite failed to run",
+            f"FAIL src/{where}.test.ts",
+        ]
+        for pkg, where in (("msw", "mocks/server"), ("nock", "http"), ("ts-jest", "setup"), ("jsdom", "env"))
+    ]
+    assert title_of(members) == "Cannot find module; Test suite failed to run"
+    assert title_of([["Cannot find module 'a'"], ["Segmentation fault"], ["Killed"]]) is None  # none shared
+
+
 def test_no_title_without_a_shared_error():
     assert title_of([[], [], ["nginx: [emerg] unknown directive"]]) is None  # most members have none
     assert title_of([["a: x"], ["b: y"], ["c: z"]]) is None  # no head met by half of them

@@ -180,9 +180,9 @@ JEST_FAILURE = (
 
 def test_a_jest_failure_gives_its_file_and_its_test_not_the_tally():
     lines = error_lines([Message("tool", JEST_FAILURE, tool_call_id="c1", is_error=True)])
-    assert lines == ["FAIL src/cart/total.test.ts", "● cart total › formats prices above 999"]
+    assert lines == ["● cart total › formats prices above 999", "FAIL src/cart/total.test.ts"]
     # "FAIL" alone is every jest run's: no signature of it pulls unrelated runs together
-    assert signatures(lines) == ["● cart total › formats prices above"]
+    assert signatures(lines) == ["cart total › formats prices above"]
 
 
 OPENHANDS_TASK = (
@@ -215,3 +215,15 @@ def test_the_directory_a_command_ran_in_is_not_part_of_the_command():
     )
     assert cmd("cd 'my project' && make") == "make"
     assert cmd("cd /srv/app") == "cd /srv/app"
+
+
+def test_a_jest_suite_that_failed_to_run_gives_the_error_first():
+    output = (
+        "FAIL src/mocks/server.test.ts\n  ● Test suite failed to run\n\n"
+        "    Cannot find module 'msw' from 'src/mocks/server.ts'\n\nTests: 0 total"
+    )
+    assert error_lines([Message("tool", output, tool_call_id="c1", is_error=True)]) == [
+        "Cannot find module 'msw' from 'src/mocks/server.ts'",
+        "● Test suite failed to run",
+        "FAIL src/mocks/server.test.ts",
+    ]

@@ -27,12 +27,14 @@ _NUMBER = re.compile(r"\b0x[0-9a-f]+\b|\b\d+(?:[.:]\d+)*\b", re.I)
 _DANGLING = re.compile(r"\s+(?:by|for|in|of|to|at|from|with|on|as)(?=\s*(?:[,.;:]|$))")
 _EMPTY = re.compile(r"(?:\s*:){2,}")
 _SPACE = re.compile(r"\s+")
+# A test runner's bullet before a failure ("● cart total › formats prices", "✕ renders the list")
+_BULLET = re.compile(r"^[●•·▸►✕✖×]\s*")
 
 
 def signature(line: str) -> str:
     """The error line's signature: its tool prefix, kind and message, with paths, numbers, quoted
     identifiers and locations stripped ("" when nothing is left)."""
-    text = " ".join(line.split())
+    text = _BULLET.sub("", " ".join(line.split()))
     for _ in range(2):  # "/usr/bin/ld: build/parse.o:(.bss+0x0): ..." has two
         text = _LOCATION.sub("", text)
     text = _QUOTED.sub("", text)
@@ -137,7 +139,11 @@ def title_of(members_errors: list[list[str]]) -> str | None:
     repeats = {f for f in label if " " not in f and any(o != f and o.startswith(f) for o in label)}
     label = [f for f in label if f not in repeats]
     if not label:
-        return None
+        # no tool or kind in common ("Cannot find module 'msw' from 'src/x.ts'"): the messages most of them
+        # met, as they are
+        by_count = sorted(message_df.items(), key=lambda fm: (-fm[1], fm[0]))
+        shared = [m for (f, m), n in by_count if n >= need and not f and not _generic(m)][:MAX_MESSAGES]
+        return "; ".join(shared)[:TITLE_CHARS].strip(" ;") or None
     shown = [_shown(family, codes.get(family)) for family in label[:2]]
     messages: list[str] = []
     for (family, message), n in sorted(message_df.items(), key=lambda fm: (-fm[1], fm[0])):

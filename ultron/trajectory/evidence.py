@@ -34,7 +34,8 @@ _SPECIFIC = re.compile(
     r"^.*(?:\[emerg\]|\[crit\]|\*\*\* .*(?:Error \d+|Stop\.)|error\[E\d+\]|^FAILED\b|^E\s{2,}\S"
     r"|^FAIL\s+\S|^\s*● \S"  # jest / vitest: the failing file, the failing test's title
     r"|undefined reference|\b[A-Z]\w*(?:Error|Exception)\b:|\bfatal error\b|\berror:|\bpanicked at\b"
-    r"|command not found|No such file or directory|Permission denied|assert(?:ion)? ?(?:error|failed)).*$",
+    r"|command not found|Cannot find module|No such file or directory|Permission denied"
+    r"|assert(?:ion)? ?(?:error|failed)).*$",
     re.MULTILINE,
 )
 _GENERIC = re.compile(r"^.*\b(?:error|failed|fatal)\b.*$", re.MULTILINE | re.IGNORECASE)
@@ -199,8 +200,14 @@ def _short(text: str, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _runner_line(line: str) -> int:
+    return 2 if line.startswith("FAIL") else 1 if line.lstrip().startswith("●") else 0
+
+
 def _error_lines_of(text: str) -> list[str]:
-    lines = [m.group(0) for m in _SPECIFIC.finditer(text)]
+    # the errors first, then a test runner's failing test ("● Test suite failed to run") and file ("FAIL
+    # <file>"): they say which and where, the error says what
+    lines = sorted((m.group(0) for m in _SPECIFIC.finditer(text)), key=_runner_line)
     if not lines:
         lines = [m.group(0) for m in _GENERIC.finditer(text) if not _NOT_ERROR.search(m.group(0))]
     if not lines:  # the last line that is not the harness's exit report
