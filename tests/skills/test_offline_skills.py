@@ -140,3 +140,6 @@ def test_offline_topic_names_have_no_stop_words_and_no_repeats():
     assert evolve.skill_name("build build-cache docker cache") == "Build Docker Cache"
     assert evolve.skill_name("git docker after because") == "Git Docker"
     assert evolve.skill_name("rebase conflict git rebasing") == "Rebase Conflict Git"
+    # an error title of messages with no head is a title already ("Cannot Find Module Test Suite Failed Run")
+    title = "Cannot find module; Test suite failed to run"
+    assert evolve.skill_name(title) == title

@@ -57,8 +57,9 @@ def _norm(text: str) -> str:
 def skill_name(topic: str) -> str:
     """A readable title from a topic: each word once (case-insensitive, compounds by their parts), no stop
     word, title case. A topic that names an error ("nginx [emerg]: unknown directive", a colon after its
-    head) is already a title: kept as it is, its case and words included."""
-    if ":" in topic:
+    head; "Cannot find module; Test suite failed to run", messages a semicolon apart) is already a title:
+    kept as it is, its case and words included."""
+    if ":" in topic or ";" in topic:
         return " ".join(topic.split())
     words: list[str] = []
     seen: set[str] = set()
