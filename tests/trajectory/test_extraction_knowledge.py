@@ -227,3 +227,25 @@ def test_a_jest_suite_that_failed_to_run_gives_the_error_first():
         "● Test suite failed to run",
         "FAIL src/mocks/server.test.ts",
     ]
+
+
+GO_FAILURE = (
+    '--- FAIL: TestParseDuration (0.00s)\n    parse_test.go:41: ParseDuration("90m") = 1h0m0s, want 1h30m0s\n'
+    "FAIL\nFAIL\tgithub.com/acme/timeutil\t0.012s\nFAIL"
+)
+
+
+def test_go_and_tsc_failures_give_the_assertion_and_the_compiler_error():
+    lines = error_lines([Message("tool", GO_FAILURE, tool_call_id="g", is_error=True)])
+    # the assertion first, then the test and the package; "FAIL" alone was read across two lines before
+    assert lines == [
+        'parse_test.go:41: ParseDuration("90m") = 1h0m0s, want 1h30m0s',
+        "--- FAIL: TestParseDuration (0.00s)",
+        "FAIL github.com/acme/timeutil 0.012s",
+    ]
+    assert signatures(lines) == ["ParseDuration =, want", "FAIL: TestParseDuration"]
+    tsc = "src/cart/total.ts(12,5): error TS2322: Type 'string' is not assignable to type 'number'.\n"
+    tsc += "Found 1 error in src/cart/total.ts:12"
+    assert error_lines([Message("tool", tsc, tool_call_id="t", is_error=True)]) == [
+        "src/cart/total.ts(12,5): error TS2322: Type 'string' is not assignable to type 'number'."
+    ]

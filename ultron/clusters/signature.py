@@ -23,6 +23,7 @@ _IN_PATH = re.compile(r"\s+(?:in|at)\s+\S*[/\\]\S*")
 _PATH = re.compile(r"\S*[/\\]\S*")
 _FILE = re.compile(r"\b[\w-]+\.(?:[a-z]{1,4})\b")
 _IDENT = re.compile(r"\b\w*_\w*\b|\b\w+\(\)")
+_DURATION = re.compile(r"\b(?:\d+(?:\.\d+)?(?:h|ms|us|µs|ns|m|s))+\b")  # 0.012s, 1h30m0s, 250ms
 _NUMBER = re.compile(r"\b0x[0-9a-f]+\b|\b\d+(?:[.:]\d+)*\b", re.I)
 _DANGLING = re.compile(r"\s+(?:by|for|in|of|to|at|from|with|on|as)(?=\s*(?:[,.;:]|$))")
 _EMPTY = re.compile(r"(?:\s*:){2,}")
@@ -44,7 +45,7 @@ def signature(line: str) -> str:
     text = _PATH.sub("", text)
     text = _FILE.sub("", text)
     text = _IDENT.sub("", text)
-    text = _NUMBER.sub("", text)
+    text = _NUMBER.sub("", _DURATION.sub("", text))
     text = _EMPTY.sub(":", _SPACE.sub(" ", text))
     text = _SPACE.sub(" ", re.sub(r"\s+([,.;:])", r"\1", text))
     for _ in range(3):

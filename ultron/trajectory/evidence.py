@@ -32,7 +32,8 @@ EDIT_CHARS = 600
 # Error lines by the shapes tools print them; the first group are the specific ones, kept first.
 _SPECIFIC = re.compile(
     r"^.*(?:\[emerg\]|\[crit\]|\*\*\* .*(?:Error \d+|Stop\.)|error\[E\d+\]|^FAILED\b|^E\s{2,}\S"
-    r"|^FAIL\s+\S|^\s*● \S"  # jest / vitest: the failing file, the failing test's title
+    r"|^FAIL[ \t]+\S|^[ \t]*● \S"  # jest / vitest: the failing file, the failing test's title
+    r"|^--- FAIL: \S|^[ \t]+\w+_test\.go:\d+: \S|\berror TS\d+:"  # go test; tsc
     r"|undefined reference|\b[A-Z]\w*(?:Error|Exception)\b:|\bfatal error\b|\berror:|\bpanicked at\b"
     r"|command not found|Cannot find module|No such file or directory|Permission denied"
     r"|assert(?:ion)? ?(?:error|failed)).*$",
@@ -201,7 +202,7 @@ def _short(text: str, limit: int = 160) -> str:
 
 
 def _runner_line(line: str) -> int:
-    return 2 if line.startswith("FAIL") else 1 if line.lstrip().startswith("●") else 0
+    return 2 if line.startswith("FAIL") else 1 if line.lstrip().startswith(("●", "--- FAIL")) else 0
 
 
 def _error_lines_of(text: str) -> list[str]:
