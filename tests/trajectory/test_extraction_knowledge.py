@@ -4,13 +4,15 @@ boilerplate, the fix (diff and verifying command), and an outcome read from evid
 from __future__ import annotations
 
 import json
+import random
+import re
 
 import pytest
 
 from ultron.clusters.signature import signatures
 from ultron.trajectory.evidence import boilerplate, command_of, error_lines, strip_boilerplate, verification
 from ultron.trajectory.extraction import heuristic_experience
-from ultron.trajectory.messages import Message, own_words
+from ultron.trajectory.messages import Message, _blocks, own_words
 from ultron.trajectory.metrics import heuristic_metrics, is_tool_error
 from ultron.trajectory.segmentation import heuristic_spans
 
@@ -249,3 +251,17 @@ def test_go_and_tsc_failures_give_the_assertion_and_the_compiler_error():
     assert error_lines([Message("tool", tsc, tool_call_id="t", is_error=True)]) == [
         "src/cart/total.ts(12,5): error TS2322: Type 'string' is not assignable to type 'number'."
     ]
+
+
+def test_harness_blocks_are_found_in_one_pass_as_the_lazy_regex_finds_them():
+    # `<(tag)>.*?</\1>` read to the end of the text for every opening tag never closed (16 s for 300 kB of
+    # them in one user turn); `_blocks` finds the same blocks in one pass
+    lazy = re.compile(r"<(system-reminder|issue|user_instructions)(?:\s[^<>]{0,200})?>.*?</\1>", re.I | re.S)
+    opening = re.compile(r"<(system-reminder|issue|user_instructions)(?:\s[^<>]{0,200})?>", re.I)
+    pieces = ["<system-reminder>", "</system-reminder>", "<ISSUE>", "</issue>", "<user_instructions a=1>"]
+    pieces += ["</user_instructions>", "text ", "\n", "<b>", "</b>"]
+    rng = random.Random(29)
+    for _ in range(20000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 12)))
+        expected = [(m.start(), m.end()) for m in lazy.finditer(text)]
+        assert [(start, end) for start, _, _, end in _blocks(text, opening)] == expected, text
