@@ -265,3 +265,26 @@ def test_harness_blocks_are_found_in_one_pass_as_the_lazy_regex_finds_them():
         text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 12)))
         expected = [(m.start(), m.end()) for m in lazy.finditer(text)]
         assert [(start, end) for start, _, _, end in _blocks(text, opening)] == expected, text
+
+
+def test_a_package_installed_to_make_the_check_pass_is_the_fix():
+    def shell(cid: str, command: str) -> Message:
+        return Message(
+            "assistant", "", tool_calls=[{"id": cid, "name": "shell", "arguments": {"command": command}}]
+        )
+
+    messages = [
+        Message("user", "the api tests fail on a fresh clone with Cannot find module 'msw', please fix"),
+        shell("a", "pnpm test"),
+        Message(
+            "tool", "Cannot find module 'msw' from 'src/mocks/server.ts'", tool_call_id="a", is_error=True
+        ),
+        shell("b", "pnpm add -D msw"),
+        Message("tool", "+ msw 2.1.0", tool_call_id="b", is_error=False),
+        shell("c", "pnpm test"),
+        Message("tool", "Tests: 24 passed, 24 total", tool_call_id="c", is_error=False),
+        Message("assistant", "Done."),
+    ]
+    (item,) = heuristic_experience(messages, "tests", 0.9)
+    # the closing "Done." was the resolution: the install that fixed it was nowhere
+    assert item["resolution"] == "pnpm add -D msw\nVerified with: `pnpm test`"

@@ -53,6 +53,9 @@ _CHECK = re.compile(
 _EDIT_COMMAND = re.compile(
     r"\bsed -i|\bperl -p?i|\bcat\s*>|\bcat <<|>\s*[\w./-]+\s*<<|\btee\b|\bpatch\b|\bgit apply\b"
     r"|\becho .*>\s*\S|\bprintf .*>\s*\S|\bapply_patch\b"
+    # what a project or machine is given to make it work: a package, a dependency
+    r"|\b(?:pip3?|uv pip|uv|poetry|pnpm|yarn|npm|cargo|go|gem|bundle|composer|apt-get|apt|brew|dnf|yum|apk"
+    r"|conda) (?:-\S+ )*(?:install|add|get|i)\b"
 )
 _CD = re.compile(r"^cd\s+(?:\"[^\"]*\"|'[^']*'|\S+)\s*&&\s*(?=\S)")
 _SHELL = re.compile(r"(?:/usr)?(?:/bin/)?(?:ba|z|da|k)?sh|(?:/usr/bin/env )?(?:bash|zsh|sh)")
