@@ -89,11 +89,10 @@ _NOT_DONE = re.compile(
 )
 
 
-def _verified(messages: list[Message]) -> bool:
-    """The work so far was changed and checked, and the last check passed: a finished task."""
+def _passed(messages: list[Message]) -> bool:
+    """The task's last check passed (with a change made: the caller's `edited`): a finished task."""
     check = verification(messages)
-    edited = any(edit_of(call) for m in messages for call in m.tool_calls or [])
-    return edited and check is not None and check.passed
+    return check is not None and check.passed
 
 
 def _asks_more(said: str) -> bool:
@@ -120,20 +119,23 @@ def heuristic_spans(messages: list[Message]) -> list[Span]:
     goal_words: set[str] = set()
     open_calls: set[str] = set()
     answered = False
+    edited = False  # the current task changed a file or installed something (read once per message)
     for i, m in enumerate(messages):
         # the user's own words: a harness's instructions or context blocks start no task and set no goal
         said = own_words(m.content) if m.role == "user" else ""
         if i > 0 and said and not open_calls and answered:
             prev = messages[i - 1].sent_at
             gap = prev is not None and m.sent_at is not None and m.sent_at - prev >= TIME_GAP
-            done = _asks_more(said) and _verified(messages[starts[-1] : i])
+            # a chat never edits: its turns never pay for reading the task's checks again
+            done = edited and _asks_more(said) and _passed(messages[starts[-1] : i])
             if gap or done or _is_new_goal(said, goal_words):
                 starts.append(i)
-                goal_words, answered = set(), False
+                goal_words, answered, edited = set(), False, False
         if m.role == "user":
             goal_words |= _words(said)
         elif m.role == "assistant":
             answered = answered or bool(m.content.strip() or m.tool_calls)
+            edited = edited or any(edit_of(call) for call in m.tool_calls or [])
             open_calls |= {c.get("id") or f"#{i}" for c in m.tool_calls or []}
         elif m.role == "tool":
             open_calls.discard(m.tool_call_id) if m.tool_call_id in open_calls else open_calls.clear()
