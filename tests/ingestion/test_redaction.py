@@ -92,3 +92,20 @@ def test_an_archive_over_a_million_characters_is_redacted_and_kept(make_hub):
         assert EMAIL not in clean.decode() and "Priya" not in clean.decode()
         assert counts.get("EMAIL_ADDRESS") == 1 and counts.get("PERSON") == 1
         assert clean.decode().count("\n") == data.count("\n")
+
+
+def test_a_session_file_with_a_message_over_a_million_characters_is_ingested(make_hub):
+    # a pasted log in one message went to the NER model whole and failed the file
+    hub = make_hub(redaction_enabled=True)
+    log = "step ok\n" * 130_000 + f"Ask Priya Raman, mail {EMAIL}\n"
+    data = "\n".join(
+        json.dumps(m) for m in ({"role": "user", "content": log}, {"role": "assistant", "content": "ok"})
+    )
+    with hub.db.session() as session:
+        result = hub.ingestion.ingest_files(
+            session, local_actor(session), [IngestFile("big.jsonl", data.encode())]
+        )
+    assert result.results[0].status == "created"
+    with hub.db.session() as session:
+        stored = session.execute(select(SessionMessage.content)).scalars().all()
+    assert len(stored) == 2 and all(EMAIL not in m and "Priya" not in m for m in stored)

@@ -23,10 +23,21 @@ class Scrubber:
         return self.redactor is not None
 
     def text(self, value: str) -> tuple[str, dict[str, int]]:
+        """`value` redacted; a long one in pieces of whole lines (TEXT_PIECE_CHARS): the NER model refuses a
+        text over 1,000,000 characters (spaCy's max_length), which failed a session file with such a
+        message and left every such archive unwritten."""
         if self.redactor is None or not value:
             return value, {}
-        result = self.redactor.redact(value)
-        return result.text, dict(result.entities)
+        if len(value) <= TEXT_PIECE_CHARS:
+            result = self.redactor.redact(value)
+            return result.text, dict(result.entities)
+        total: Counter[str] = Counter()
+        pieces = []
+        for piece in _pieces(value, TEXT_PIECE_CHARS):
+            result = self.redactor.redact(piece)
+            pieces.append(result.text)
+            total.update(result.entities)
+        return "".join(pieces), dict(total)
 
     def json(self, value: Any) -> tuple[Any, dict[str, int]]:
         if self.redactor is None or value is None:
@@ -61,14 +72,8 @@ class Scrubber:
         total: Counter[str] = Counter()
         parsed = _json_objects(text)
         if parsed is None:
-            # pieces of whole lines: the NER model refuses a text over 1,000,000 characters (spaCy's
-            # max_length), which left every such file unarchived
-            pieces = []
-            for piece in _pieces(text, TEXT_PIECE_CHARS):
-                clean, found = self.text(piece)
-                pieces.append(clean)
-                total.update(found)
-            return "".join(pieces).encode("utf-8"), dict(total)
+            clean, counts = self.text(text)
+            return clean.encode("utf-8"), counts
         keys: dict[str, str] = {}
         lines = []
         for obj in parsed:
