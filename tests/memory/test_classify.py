@@ -204,3 +204,16 @@ def test_a_word_tree_matches_where_its_flat_alternation_does():
     ]
     assert [bool(tree.search(s)) for s in samples] == [bool(flat.search(s)) for s in samples]
     assert sum(bool(flat.search(s)) for s in samples) > 100  # most samples match: the test reads both sides
+
+
+@pytest.mark.parametrize(
+    ("text", "memory_type"),
+    [
+        # stop 29's trial of sentences not in the labelled set
+        ("Can you keep replies under five lines?", "preference"),
+        ("No spoilers for the new season please.", "preference"),
+        ("Never paste the production database URL into the chat.", "security"),
+    ],
+)
+def test_asks_about_replies_and_rules_about_secrets_are_typed_as_such(text, memory_type):
+    assert infer_type(text) == memory_type
