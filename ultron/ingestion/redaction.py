@@ -69,11 +69,11 @@ class Scrubber:
         if self.redactor is None:
             return data, {}
         text = data.decode("utf-8", errors="replace")
-        total: Counter[str] = Counter()
         parsed = _json_objects(text)
         if parsed is None:
             clean, counts = self.text(text)
             return clean.encode("utf-8"), counts
+        total: Counter[str] = Counter()
         keys: dict[str, str] = {}
         lines = []
         for obj in parsed:

@@ -81,7 +81,9 @@ _OPPOSITES = (
     ("into", "out"),
     ("to", "from"),
 )
-_DIRECTION_WORD = re.compile(r"\b(?:up|down|before|after|on|off|in|out|into|to|from)\b", re.IGNORECASE)
+_DIRECTION_WORD = re.compile(
+    r"\b(?:" + "|".join(sorted({w for pair in _OPPOSITES for w in pair})) + r")\b", re.IGNORECASE
+)
 _MONTHS = "january february march april june july august september october november december".split()
 _WEEKDAYS = "monday tuesday wednesday thursday friday saturday sunday".split()
 _ZH_NUMBER = re.compile(

@@ -58,7 +58,7 @@ _EDIT_COMMAND = re.compile(
     r"|conda) (?:-\S+ )*(?:install|add|get|i)\b"
 )
 _CD = re.compile(r"^cd\s+(?:\"[^\"]*\"|'[^']*'|\S+)\s*&&\s*(?=\S)")
-_SHELL = re.compile(r"(?:/usr)?(?:/bin/)?(?:ba|z|da|k)?sh|(?:/usr/bin/env )?(?:bash|zsh|sh)")
+_SHELL = re.compile(r"(?:/usr)?(?:/bin/)?(?:ba|z|da|k)?sh")
 _SHELL_FLAGS = ("-c", "-lc", "-ic", "-cl", "-ilc")
 _EXIT = re.compile(
     r"(?:exit(?:ed)?(?: with)?(?: code| status)?|return ?code|exit_?code)\"?[ \t]*[:=]?[ \t]*(\d+)", re.I
