@@ -10,7 +10,14 @@ import re
 import pytest
 
 from ultron.clusters.signature import signatures
-from ultron.trajectory.evidence import boilerplate, command_of, error_lines, strip_boilerplate, verification
+from ultron.trajectory.evidence import (
+    boilerplate,
+    command_of,
+    edit_of,
+    error_lines,
+    strip_boilerplate,
+    verification,
+)
 from ultron.trajectory.extraction import heuristic_experience
 from ultron.trajectory.messages import Message, _blocks, own_words
 from ultron.trajectory.metrics import heuristic_metrics, is_tool_error
@@ -288,3 +295,15 @@ def test_a_package_installed_to_make_the_check_pass_is_the_fix():
     (item,) = heuristic_experience(messages, "tests", 0.9)
     # the closing "Done." was the resolution: the install that fixed it was nowhere
     assert item["resolution"] == "pnpm add -D msw\nVerified with: `pnpm test`"
+
+
+def test_an_install_chained_to_its_check_is_the_install():
+    call = {
+        "name": "shell",
+        "arguments": {"command": "sudo apt-get install -y libssl-dev pkg-config && cargo test"},
+    }
+    # the resolution read the whole line, then "Verified with:" the same line again
+    assert edit_of(call) == "sudo apt-get install -y libssl-dev pkg-config"
+    assert edit_of(
+        {"name": "shell", "arguments": {"command": "sed -i 's/a/b/' x.py && sed -i 's/c/d/' y.py"}}
+    ) == ("sed -i 's/a/b/' x.py && sed -i 's/c/d/' y.py")

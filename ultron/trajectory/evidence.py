@@ -126,7 +126,11 @@ def edit_of(call: dict[str, Any]) -> str:
             return value.strip()
     command = command_of(call)
     if command and _EDIT_COMMAND.search(command) and not _CHECK.search(command.split("&&")[0]):
-        return command
+        # "apt-get install -y libssl-dev && cargo test": the change, without the check run after it (that
+        # one is the resolution's "Verified with:")
+        steps = command.split("&&")
+        end = next((i for i, step in enumerate(steps) if _CHECK.search(step)), len(steps))
+        return "&&".join(steps[:end]).strip()
     content = args.get("content") or args.get("file_text")
     if path and isinstance(content, str):
         return f"write {path}:\n{content.strip()}"
